@@ -1,0 +1,489 @@
+"""The one error tree of rocketmq-py.
+
+Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
+
+    RocketMQError
+    ├── ProtocolError                 bytes that are not the RocketMQ remoting protocol
+    │   ├── LocalProtocolError        we were asked to encode something the protocol cannot carry
+    │   └── RemoteProtocolError       the peer sent bytes we cannot decode
+    │       ├── FrameTooLarge         a length prefix above the configured maximum
+    │       ├── MalformedFrame        negative/lying lengths, truncated frames
+    │       ├── UnknownSerializeType  header type byte other than JSON (0) / ROCKETMQ (1)
+    │       ├── MalformedHeader       header JSON/binary layout that does not parse
+    │       ├── MalformedBody         a JSON body that does not parse into its schema
+    │       └── MalformedMessage      a stored-message body that ends mid-message or lies
+    │           └── CompressionUnavailable  lz4/zstd body without the optional extra installed
+    ├── TransportError                the connection, not the broker, failed
+    │   ├── RequestTimeout            no reply within the call's deadline
+    │   └── ConnectionFailed          connect refused/reset/closed, incl. mid-request
+    ├── BrokerError                   the broker or NameServer answered with a non-success code
+    │   └── one subclass per response code (registry: :func:`broker_error_for`)
+    ├── ClientError                   the caller asked for something invalid (no I/O happened)
+    │   └── InvalidMessage            topic name, empty/oversized body, reserved property
+    ├── StateError                    the object is in the wrong state (closed, not started)
+    └── ClusterError                  the local test cluster (rocketmq_py.testing) failed
+
+``BrokerError`` subclasses carry ``code`` and ``remark`` and two class attributes that the
+services consult instead of matching on codes: ``retriable`` (a producer may retry, on another
+broker) and ``refresh_route`` (the route cache is probably stale).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, TypeVar
+
+__all__ = [
+    "BrokerError",
+    "ClientError",
+    "ClusterError",
+    "CompressionUnavailable",
+    "ConnectionFailed",
+    "FrameTooLarge",
+    "InvalidMessage",
+    "LocalProtocolError",
+    "MalformedBody",
+    "MalformedFrame",
+    "MalformedHeader",
+    "MalformedMessage",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "RequestTimeout",
+    "RocketMQError",
+    "StateError",
+    "TransportError",
+    "UnknownSerializeType",
+    "broker_error_class",
+    "broker_error_for",
+]
+
+
+class RocketMQError(Exception):
+    """Base of every error rocketmq-py raises on purpose."""
+
+
+# --- protocol ------------------------------------------------------------------------------------
+
+
+class ProtocolError(RocketMQError):
+    """Bytes that are not valid RocketMQ remoting protocol."""
+
+
+class LocalProtocolError(ProtocolError):
+    """We were asked to encode something the protocol cannot carry."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent bytes we cannot decode."""
+
+
+class FrameTooLarge(RemoteProtocolError):
+    """A frame's length prefix is above the configured maximum frame size."""
+
+
+class MalformedFrame(RemoteProtocolError):
+    """A frame whose lengths are negative, lie, or end early."""
+
+
+class UnknownSerializeType(RemoteProtocolError):
+    """The header's serialize-type byte is neither JSON (0) nor ROCKETMQ (1)."""
+
+
+class MalformedHeader(RemoteProtocolError):
+    """A JSON or binary header that does not parse."""
+
+
+class MalformedBody(RemoteProtocolError):
+    """A JSON body that does not parse into the expected schema."""
+
+
+class MalformedMessage(RemoteProtocolError):
+    """A stored-message body that ends mid-message or whose lengths lie."""
+
+
+class CompressionUnavailable(MalformedMessage):
+    """A body compressed with lz4/zstd while the optional codec is not installed."""
+
+
+# --- transport -----------------------------------------------------------------------------------
+
+
+class TransportError(RocketMQError):
+    """The connection failed (not the broker's answer)."""
+
+
+class RequestTimeout(TransportError):
+    """No reply arrived within the call's deadline."""
+
+
+class ConnectionFailed(TransportError):
+    """Connecting failed, or the connection closed while a request was pending."""
+
+
+# --- broker answers ------------------------------------------------------------------------------
+
+
+class BrokerError(RocketMQError):
+    """A broker or NameServer answered with a non-success response code.
+
+    Attributes:
+        code: the response code.
+        remark: the server's explanation (may be empty).
+    """
+
+    #: The code this class stands for; ``None`` on the base class (unknown codes).
+    response_code: ClassVar[int | None] = None
+    #: A send may be retried (on another broker) after this error.
+    retriable: ClassVar[bool] = False
+    #: The route cache is probably stale: refresh it before the next attempt.
+    refresh_route: ClassVar[bool] = False
+
+    def __init__(self, code: int, remark: str | None = None) -> None:
+        self.code = code
+        self.remark = remark or ""
+        super().__init__(f"broker answered code {code} ({type(self).__name__}): {self.remark}")
+
+
+_REGISTRY: dict[int, type[BrokerError]] = {}
+
+
+_B = TypeVar("_B", bound=type[BrokerError])
+
+
+def _register(cls: _B) -> _B:
+    assert cls.response_code is not None
+    _REGISTRY[cls.response_code] = cls
+    return cls
+
+
+# retriable = in Java DefaultMQProducer.retryResponseCodes (TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE,
+# SYSTEM_ERROR, SYSTEM_BUSY, NO_PERMISSION, NO_BUYER_ID, NOT_IN_CURRENT_UNIT, GO_AWAY), plus FLOW_CONTROL.
+
+@_register
+class BrokerSystemError(BrokerError):
+    """Response code 1."""
+
+    response_code = 1
+    retriable = True
+
+
+@_register
+class SystemBusy(BrokerError):
+    """Response code 2."""
+
+    response_code = 2
+    retriable = True
+
+
+@_register
+class RequestCodeNotSupported(BrokerError):
+    """Response code 3."""
+
+    response_code = 3
+
+
+@_register
+class TransactionFailed(BrokerError):
+    """Response code 4."""
+
+    response_code = 4
+
+
+@_register
+class FlushDiskTimeout(BrokerError):
+    """Response code 10."""
+
+    response_code = 10
+
+
+@_register
+class SlaveNotAvailable(BrokerError):
+    """Response code 11."""
+
+    response_code = 11
+
+
+@_register
+class FlushSlaveTimeout(BrokerError):
+    """Response code 12."""
+
+    response_code = 12
+
+
+@_register
+class MessageIllegal(BrokerError):
+    """Response code 13."""
+
+    response_code = 13
+
+
+@_register
+class ServiceNotAvailable(BrokerError):
+    """Response code 14."""
+
+    response_code = 14
+    retriable = True
+    refresh_route = True
+
+
+@_register
+class VersionNotSupported(BrokerError):
+    """Response code 15."""
+
+    response_code = 15
+
+
+@_register
+class NoPermission(BrokerError):
+    """Response code 16."""
+
+    response_code = 16
+    retriable = True
+    refresh_route = True
+
+
+@_register
+class TopicNotExist(BrokerError):
+    """Response code 17."""
+
+    response_code = 17
+    retriable = True
+    refresh_route = True
+
+
+@_register
+class TopicExistAlready(BrokerError):
+    """Response code 18."""
+
+    response_code = 18
+
+
+@_register
+class PullNotFound(BrokerError):
+    """Response code 19."""
+
+    response_code = 19
+
+
+@_register
+class PullRetryImmediately(BrokerError):
+    """Response code 20."""
+
+    response_code = 20
+
+
+@_register
+class PullOffsetMoved(BrokerError):
+    """Response code 21."""
+
+    response_code = 21
+
+
+@_register
+class QueryNotFound(BrokerError):
+    """Response code 22."""
+
+    response_code = 22
+
+
+@_register
+class SubscriptionParseFailed(BrokerError):
+    """Response code 23."""
+
+    response_code = 23
+
+
+@_register
+class SubscriptionNotExist(BrokerError):
+    """Response code 24."""
+
+    response_code = 24
+
+
+@_register
+class SubscriptionNotLatest(BrokerError):
+    """Response code 25."""
+
+    response_code = 25
+
+
+@_register
+class SubscriptionGroupNotExist(BrokerError):
+    """Response code 26."""
+
+    response_code = 26
+
+
+@_register
+class FilterDataNotExist(BrokerError):
+    """Response code 27."""
+
+    response_code = 27
+
+
+@_register
+class FilterDataNotLatest(BrokerError):
+    """Response code 28."""
+
+    response_code = 28
+
+
+@_register
+class InvalidParameter(BrokerError):
+    """Response code 29."""
+
+    response_code = 29
+
+
+@_register
+class TransactionShouldCommit(BrokerError):
+    """Response code 200."""
+
+    response_code = 200
+
+
+@_register
+class TransactionShouldRollback(BrokerError):
+    """Response code 201."""
+
+    response_code = 201
+
+
+@_register
+class TransactionStateUnknown(BrokerError):
+    """Response code 202."""
+
+    response_code = 202
+
+
+@_register
+class TransactionStateGroupWrong(BrokerError):
+    """Response code 203."""
+
+    response_code = 203
+
+
+@_register
+class NoBuyerId(BrokerError):
+    """Response code 204."""
+
+    response_code = 204
+    retriable = True
+
+
+@_register
+class NotInCurrentUnit(BrokerError):
+    """Response code 205."""
+
+    response_code = 205
+    retriable = True
+
+
+@_register
+class ConsumerNotOnline(BrokerError):
+    """Response code 206."""
+
+    response_code = 206
+
+
+@_register
+class ConsumeMsgTimeout(BrokerError):
+    """Response code 207."""
+
+    response_code = 207
+
+
+@_register
+class NoMessage(BrokerError):
+    """Response code 208."""
+
+    response_code = 208
+
+
+@_register
+class PollingFull(BrokerError):
+    """Response code 209."""
+
+    response_code = 209
+
+
+@_register
+class PollingTimeout(BrokerError):
+    """Response code 210."""
+
+    response_code = 210
+
+
+@_register
+class BrokerNotExist(BrokerError):
+    """Response code 211."""
+
+    response_code = 211
+    refresh_route = True
+
+
+@_register
+class BrokerDispatchNotComplete(BrokerError):
+    """Response code 212."""
+
+    response_code = 212
+
+
+@_register
+class FlowControl(BrokerError):
+    """Response code 215."""
+
+    response_code = 215
+    retriable = True
+
+
+@_register
+class NotLeaderForQueue(BrokerError):
+    """Response code 501."""
+
+    response_code = 501
+    refresh_route = True
+
+
+@_register
+class IllegalOperation(BrokerError):
+    """Response code 604."""
+
+    response_code = 604
+
+
+@_register
+class GoAway(BrokerError):
+    """Response code 1500."""
+
+    response_code = 1500
+    retriable = True
+    refresh_route = True
+
+def broker_error_for(code: int, remark: str | None = None) -> BrokerError:
+    """Build the typed error for a non-success response code (unknown codes give ``BrokerError``)."""
+    cls = _REGISTRY.get(code, BrokerError)
+    return cls(code, remark)
+
+
+def broker_error_class(code: int) -> type[BrokerError]:
+    """The class registered for ``code`` (``BrokerError`` itself for unknown codes)."""
+    return _REGISTRY.get(code, BrokerError)
+
+
+# --- caller mistakes and state -------------------------------------------------------------------
+
+
+class ClientError(RocketMQError):
+    """The caller asked for something invalid; no I/O happened."""
+
+
+class InvalidMessage(ClientError):
+    """A message that fails validation: topic name, empty or oversized body, reserved property."""
+
+
+class StateError(RocketMQError):
+    """The object is in the wrong state for this call (closed, not started, already started)."""
+
+
+class ClusterError(RocketMQError):
+    """The local test cluster could not be resolved, started or controlled."""

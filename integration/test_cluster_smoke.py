@@ -1,0 +1,78 @@
+"""The cluster is real: the official Java tools see it, route it, and send through it."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+
+from rocketmq_py.testing import Cluster
+
+
+def test_cluster_list_shows_both_brokers(cluster: Cluster) -> None:
+    out = cluster.mqadmin("clusterList").check().output
+    for broker in cluster.brokers:
+        line = next(ln for ln in out.splitlines() if f" {broker.name} " in f" {ln} ")
+        assert broker.address in line
+        assert cluster.cluster_name in line
+
+
+def _route(cluster: Cluster, topic: str) -> dict[str, object]:
+    out = cluster.mqadmin("topicRoute", "-t", topic).check().output
+    start = out.index("{")
+    route = json.loads(out[start : out.rindex("}") + 1])
+    assert isinstance(route, dict)
+    return route
+
+
+def test_topic_with_8_queues_on_2_brokers_routes_16_queues(cluster: Cluster, create_topic: Callable[..., str]) -> None:
+    topic = create_topic(8)
+    route = _route(cluster, topic)
+    queue_datas = route["queueDatas"]
+    assert isinstance(queue_datas, list)
+    assert sorted(q["brokerName"] for q in queue_datas) == ["broker-a", "broker-b"]
+    assert sum(q["readQueueNums"] for q in queue_datas) == 16
+    assert sum(q["writeQueueNums"] for q in queue_datas) == 16
+
+
+def _max_offsets(cluster: Cluster, topic: str) -> dict[tuple[str, int], int]:
+    """(broker, queue) -> max offset, parsed from mqadmin topicStatus."""
+    out = cluster.mqadmin("topicStatus", "-t", topic).check().output
+    offsets = {}
+    for line in out.splitlines():
+        m = re.match(r"^(broker-\w)\s+(\d+)\s+(\d+)\s+(\d+)", line.strip())
+        if m:
+            offsets[(m.group(1), int(m.group(2)))] = int(m.group(4))
+    return offsets
+
+
+def test_java_benchmark_producer_sends_and_offsets_advance(cluster: Cluster, create_topic: Callable[..., str]) -> None:
+    topic = create_topic(8)
+    before = _max_offsets(cluster, topic)
+    assert len(before) == 16
+    assert sum(before.values()) == 0
+    result = cluster.java_bench("producer", "-t", topic, "-w", "4", "-q", "400", "-ri", "1000", "-s", "256").check()
+    complete = re.search(r"\[Complete\] Send Total: (\d+) Send Failed: (\d+) Response Failed: (\d+)", result.output)
+    assert complete, result.output[-2000:]
+    assert complete.groups() == ("400", "0", "0")
+    after = _max_offsets(cluster, topic)
+    assert sum(after.values()) == 400
+    # The producer spreads messages over both brokers.
+    assert {b for (b, _), off in after.items() if off > 0} == {"broker-a", "broker-b"}
+
+
+def test_paused_broker_times_out_and_answers_after_resume(cluster: Cluster) -> None:
+    address = cluster.broker_address("broker-b")
+    assert cluster.mqadmin("brokerStatus", "-b", address).check().output.count("brokerVersionDesc") == 1
+    cluster.pause_broker("broker-b")
+    try:
+        started = time.monotonic()
+        paused = cluster.mqadmin("brokerStatus", "-b", address, timeout=60)
+        assert not paused.ok
+        assert "timeout" in paused.output.lower() or paused.timed_out, paused.output[-2000:]
+        assert time.monotonic() - started >= 2.0  # it waited for an answer that never came
+    finally:
+        cluster.resume_broker("broker-b")
+    resumed = cluster.mqadmin("brokerStatus", "-b", address).check()
+    assert "brokerVersionDesc" in resumed.output

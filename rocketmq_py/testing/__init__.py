@@ -1,0 +1,41 @@
+"""Test helpers that ship with the SDK: a real local RocketMQ cluster and the official Java tools.
+
+``start_cluster()`` gives a NameServer and brokers from the Apache RocketMQ jars on Maven Central
+(local JVMs), the ``apache/rocketmq`` Docker image, or an external cluster named by
+``ROCKETMQ_NAMESRV``. ``python -m rocketmq_py.testing up|status|down|mqadmin|java-bench`` does the
+same from a shell.
+"""
+
+from rocketmq_py.testing._cluster import CLUSTER_NAME, BrokerInfo, Cluster, cluster_info
+from rocketmq_py.testing._distribution import (
+    DEFAULT_VERSION,
+    Classpath,
+    bench_version_for,
+    cache_dir,
+    resolve_bench,
+    resolve_server,
+)
+from rocketmq_py.testing._local import LocalCluster
+from rocketmq_py.testing._processes import cleanup_stale
+from rocketmq_py.testing._start import choose_backend, start_cluster
+from rocketmq_py.testing._tools import ToolResult, run_java_bench, run_mqadmin
+
+__all__ = [
+    "CLUSTER_NAME",
+    "DEFAULT_VERSION",
+    "BrokerInfo",
+    "Classpath",
+    "Cluster",
+    "LocalCluster",
+    "ToolResult",
+    "bench_version_for",
+    "cache_dir",
+    "choose_backend",
+    "cleanup_stale",
+    "cluster_info",
+    "resolve_bench",
+    "resolve_server",
+    "run_java_bench",
+    "run_mqadmin",
+    "start_cluster",
+]

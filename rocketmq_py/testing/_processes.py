@@ -1,0 +1,329 @@
+"""JVM processes that never outlive their owner.
+
+Three mechanisms, so that no JVM is left behind even when the Python process dies:
+
+1. Every JVM runs in its own process group (``start_new_session``), so a signal reaches the JVM and
+   anything it forks; on Linux it also gets ``PR_SET_PDEATHSIG(SIGKILL)``, so the kernel kills it
+   when the process that started it dies, even by SIGKILL.
+2. ``atexit`` stops every cluster this process started (unless started ``detached``).
+3. A registry file per cluster under ``<cache>/run/`` records the owner (pid and start time) and
+   the JVMs' pids. The next start of any cluster kills the JVMs of registries whose owner is gone.
+   A pid is only signalled if its command line still carries the cluster's marker
+   (``-Drocketmq_py.cluster=<id>``), so a recycled pid is never hit.
+
+Detached clusters (``python -m rocketmq_py.testing up``) outlive the command that started them on
+purpose; ``down`` stops them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rocketmq_py.testing._distribution import cache_dir
+
+__all__ = [
+    "JvmProcess",
+    "Registry",
+    "cleanup_stale",
+    "marker_for",
+    "pid_alive",
+    "process_start_time",
+    "registry_dir",
+]
+
+_PR_SET_PDEATHSIG = 1
+
+
+def marker_for(cluster_id: str) -> str:
+    """The JVM system property that tags every process of one cluster."""
+    return f"-Drocketmq_py.cluster={cluster_id}"
+
+
+def registry_dir() -> Path:
+    path = cache_dir() / "run"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def pid_alive(pid: int) -> bool:
+    """True when ``pid`` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.exists():
+        with contextlib.suppress(OSError, IndexError):
+            return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    return True
+
+
+def process_start_time(pid: int) -> str | None:
+    """An opaque token that differs between two processes that had the same pid."""
+    stat = Path(f"/proc/{pid}/stat")
+    with contextlib.suppress(OSError, IndexError):
+        return stat.read_text().rsplit(")", 1)[1].split()[19]
+    try:
+        out = subprocess.run(
+            ["ps", "-o", "lstart=", "-p", str(pid)], capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return None
+    return out.stdout.strip() or None
+
+
+def _command_line(pid: int) -> str:
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    with contextlib.suppress(OSError):
+        return cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    try:
+        out = subprocess.run(
+            ["ps", "-o", "command=", "-p", str(pid)], capture_output=True, text=True, check=False
+        )
+    except OSError:
+        return ""
+    return out.stdout
+
+
+def _kill_marked(pid: int, marker: str) -> bool:
+    """SIGKILL ``pid``'s process group if its command line carries ``marker``."""
+    if not pid_alive(pid) or marker not in _command_line(pid):
+        return False
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    return True
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+@dataclass
+class Registry:
+    """What one cluster's registry file holds."""
+
+    cluster_id: str
+    owner_pid: int
+    owner_start: str | None
+    detached: bool
+    workdir: str
+    backend: str = "jar"
+    namesrv: str = ""
+    brokers: dict[str, str] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
+    version: str = ""
+
+    @property
+    def path(self) -> Path:
+        return registry_dir() / f"{self.cluster_id}.json"
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2, sort_keys=True))
+        tmp.replace(self.path)
+
+    def remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    @classmethod
+    def load(cls, path: Path) -> Registry | None:
+        try:
+            data = json.loads(path.read_text())
+            return cls(**data)
+        except (OSError, ValueError, TypeError):
+            return None
+
+    @classmethod
+    def all(cls) -> list[Registry]:
+        found = [cls.load(p) for p in sorted(registry_dir().glob("*.json"))]
+        return [r for r in found if r is not None]
+
+    def owner_alive(self) -> bool:
+        return pid_alive(self.owner_pid) and process_start_time(self.owner_pid) == self.owner_start
+
+    def kill_all(self) -> list[str]:
+        """SIGKILL every JVM of this cluster still running; returns the names killed."""
+        marker = marker_for(self.cluster_id)
+        return [name for name, pid in self.pids.items() if _kill_marked(pid, marker)]
+
+    def discard(self) -> None:
+        """Kill what is left, delete the work directory and the registry file."""
+        self.kill_all()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        self.remove()
+
+
+def cleanup_stale() -> list[str]:
+    """Stop the JVMs of clusters whose owner died; returns their cluster ids."""
+    cleaned = []
+    for reg in Registry.all():
+        if reg.detached:
+            if not any(pid_alive(pid) for pid in reg.pids.values()):
+                reg.discard()
+            continue
+        if reg.owner_pid == os.getpid() or reg.owner_alive():
+            continue
+        reg.discard()
+        cleaned.append(reg.cluster_id)
+    return cleaned
+
+
+class JvmProcess:
+    """One JVM (NameServer, broker or tool) in its own process group, output to a log file."""
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        log_path: Path,
+        env: dict[str, str],
+        cwd: Path,
+        die_with_parent: bool,
+    ) -> None:
+        self.name = name
+        self.argv = list(argv)
+        self.log_path = log_path
+        self.env = env
+        self.cwd = cwd
+        self.die_with_parent = die_with_parent and sys.platform.startswith("linux")
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_offset = 0
+
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise RuntimeError(f"{self.name} was never started")
+        return self._proc.pid
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        # Appending keeps the output of earlier runs (restarts) for post-mortems; boot detection
+        # only reads what this run wrote.
+        with open(self.log_path, "ab") as log:
+            self._log_offset = log.tell()
+            preexec: Callable[[], None] | None = _die_with_parent if self.die_with_parent else None
+            self._proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def returncode(self) -> int | None:
+        return None if self._proc is None else self._proc.poll()
+
+    def output_since_start(self) -> str:
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self._log_offset)
+                return log.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def tail(self, lines: int = 40) -> str:
+        text = [ln for ln in self.output_since_start().splitlines() if not _is_logback_noise(ln)]
+        return "\n".join(text[-lines:])
+
+    def signal_group(self, sig: signal.Signals) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, sig)
+
+    def kill(self, timeout: float = 10.0) -> None:
+        """SIGKILL the process group and reap the JVM."""
+        if self._proc is None:
+            return
+        self.signal_group(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout)
+
+    def terminate(self, timeout: float = 15.0) -> None:
+        """SIGTERM (the JVM's shutdown hooks run), then SIGKILL after ``timeout``."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self.signal_group(signal.SIGCONT)  # a paused JVM cannot run its shutdown hooks
+        self.signal_group(signal.SIGTERM)
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+def _is_logback_noise(line: str) -> bool:
+    return "|-INFO in " in line or "|-WARN in " in line
+
+
+def wait_for_line(proc: JvmProcess, needle: str, timeout: float, what: str) -> str:
+    """Wait until ``needle`` appears in ``proc``'s output of this run; return that line.
+
+    Raises:
+        ClusterError: the process exited, or the timeout passed; the message carries the last log lines.
+    """
+    from rocketmq_py.errors import ClusterError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        out = proc.output_since_start()
+        for line in out.splitlines():
+            if needle in line:
+                return line
+        code = proc.returncode()
+        if code is not None:
+            raise ClusterError(
+                f"{what} exited with code {code} before booting; last log lines:\n{proc.tail()}"
+            )
+        if time.monotonic() > deadline:
+            raise ClusterError(f"{what} did not boot within {timeout:.0f} s; last log lines:\n{proc.tail()}")
+        time.sleep(0.1)
+
+
+_atexit_callbacks: list[Callable[[], None]] = []
+_atexit_registered = False
+
+
+def _run_atexit() -> None:
+    for cb in reversed(_atexit_callbacks):
+        with contextlib.suppress(Exception):
+            cb()
+
+
+def on_exit(cb: Callable[[], None]) -> Callable[[], None]:
+    """Run ``cb`` when the interpreter exits; returns a function that cancels it."""
+    global _atexit_registered
+    if not _atexit_registered:
+        atexit.register(_run_atexit)
+        _atexit_registered = True
+    _atexit_callbacks.append(cb)
+
+    def cancel() -> None:
+        with contextlib.suppress(ValueError):
+            _atexit_callbacks.remove(cb)
+
+    return cancel

@@ -1,0 +1,72 @@
+"""Choosing a backend: an external cluster, local JVMs from Maven jars, or Docker."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from rocketmq_py.errors import ClusterError
+from rocketmq_py.testing._cluster import Cluster
+from rocketmq_py.testing._distribution import DEFAULT_VERSION
+
+__all__ = ["BACKENDS", "choose_backend", "start_cluster"]
+
+BACKENDS = ("auto", "external", "jar", "docker")
+
+
+def choose_backend(requested: str | None = None) -> str:
+    """The backend to use.
+
+    ``ROCKETMQ_NAMESRV`` set -> ``external`` (it overrides everything); else the request, else
+    ``ROCKETMQ_BACKEND``, else ``auto``: the local jars when Java is installed, else Docker when an engine
+    answers.
+    """
+    if os.environ.get("ROCKETMQ_NAMESRV"):
+        return "external"
+    backend = requested or os.environ.get("ROCKETMQ_BACKEND") or "auto"
+    if backend not in BACKENDS:
+        raise ClusterError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
+    if backend != "auto":
+        return backend
+    if shutil.which("java") or os.environ.get("JAVA_HOME"):
+        return "jar"
+    from rocketmq_py.testing._docker import docker_available
+
+    if docker_available():
+        return "docker"
+    raise ClusterError(
+        "no way to run RocketMQ here: install Java 17+ and Maven, start Docker, or set ROCKETMQ_NAMESRV"
+    )
+
+
+def start_cluster(
+    brokers: int = 1,
+    *,
+    version: str | None = None,
+    backend: str | None = None,
+    detached: bool = False,
+) -> Cluster:
+    """Start (or attach to) a RocketMQ cluster and return it; use it as a context manager to stop it.
+
+    Args:
+        brokers: number of master brokers (``broker-a``, ``broker-b``, ...).
+        version: Apache RocketMQ release; default ``ROCKETMQ_VERSION`` or 5.3.3.
+        backend: ``auto``, ``jar``, ``docker`` or ``external`` (see :func:`choose_backend`).
+        detached: (jar backend) leave the JVMs running after this process exits.
+
+    Raises:
+        ClusterError: the cluster could not be resolved or started; the message holds the last log lines.
+    """
+    version = version or os.environ.get("ROCKETMQ_VERSION") or DEFAULT_VERSION
+    chosen = choose_backend(backend)
+    if chosen == "external":
+        from rocketmq_py.testing._external import ExternalCluster
+
+        return ExternalCluster(os.environ["ROCKETMQ_NAMESRV"], version=version).start()
+    if chosen == "docker":
+        from rocketmq_py.testing._docker import DockerCluster
+
+        return DockerCluster(brokers, version=version).start()
+    from rocketmq_py.testing._local import LocalCluster
+
+    return LocalCluster(brokers, version=version, detached=detached).start()

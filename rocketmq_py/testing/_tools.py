@@ -1,0 +1,144 @@
+"""Running the official Java tools: mqadmin and the benchmark Producer / Consumer.
+
+Both are plain JVM main classes on a Maven-resolved classpath (see ``_distribution``). Their output
+is captured, with the logback start-up chatter of RocketMQ 5.x filtered out.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rocketmq_py.errors import ClusterError
+from rocketmq_py.testing._distribution import (
+    DEFAULT_VERSION,
+    cache_dir,
+    find_java,
+    resolve_bench,
+    resolve_server,
+)
+
+__all__ = ["BENCH_MAIN_CLASSES", "MQADMIN_MAIN_CLASS", "ToolResult", "run_java_bench", "run_mqadmin"]
+
+MQADMIN_MAIN_CLASS = "org.apache.rocketmq.tools.command.MQAdminStartup"
+BENCH_MAIN_CLASSES = {
+    "producer": "org.apache.rocketmq.example.benchmark.Producer",
+    "consumer": "org.apache.rocketmq.example.benchmark.Consumer",
+    "batch-producer": "org.apache.rocketmq.example.benchmark.BatchProducer",
+    "transaction-producer": "org.apache.rocketmq.example.benchmark.TransactionProducer",
+}
+# A short-lived tool JVM starts faster with the C1 compiler only and the serial collector.
+_TOOL_JVM_OPTS = ["-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+_BENCH_JVM_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one tool run."""
+
+    argv: tuple[str, ...]
+    returncode: int | None
+    output: str
+    timed_out: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+    def check(self) -> ToolResult:
+        """Return self, or raise ClusterError with the output when the tool failed."""
+        if not self.ok:
+            why = "timed out" if self.timed_out else f"exited with {self.returncode}"
+            raise ClusterError(f"{' '.join(self.argv[-6:])} {why}:\n{self.output[-4000:]}")
+        return self
+
+
+def _clean(text: str) -> str:
+    return "\n".join(ln for ln in text.splitlines() if "|-INFO in " not in ln and "|-WARN in " not in ln)
+
+
+def run_java(
+    classpath: str,
+    main_class: str,
+    args: Sequence[str],
+    *,
+    jvm_opts: Sequence[str] = (),
+    timeout: float | None = 120.0,
+) -> ToolResult:
+    """Run ``main_class`` and capture its output; a timeout kills it and is reported, not raised."""
+    home = cache_dir() / "tools-home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, ROCKETMQ_HOME=str(home))
+    argv = (
+        find_java(),
+        *jvm_opts,
+        f"-Duser.home={home}",
+        f"-Drocketmq.home.dir={home}",
+        "-cp",
+        classpath,
+        main_class,
+        *args,
+    )
+    try:
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or ""
+        text = out.decode(errors="replace") if isinstance(out, bytes) else out
+        return ToolResult(argv, None, _clean(text), timed_out=True)
+    return ToolResult(argv, proc.returncode, _clean(proc.stdout + proc.stderr), timed_out=False)
+
+
+def _with_namesrv(args: Sequence[str], namesrv: str | None) -> list[str]:
+    out = list(args)
+    if namesrv and "-n" not in out and "--namesrvAddr" not in out:
+        out += ["-n", namesrv]
+    return out
+
+
+def run_mqadmin(
+    args: Sequence[str],
+    *,
+    namesrv: str | None = None,
+    version: str = DEFAULT_VERSION,
+    timeout: float | None = 120.0,
+) -> ToolResult:
+    """Run ``mqadmin <args>`` (``-n namesrv`` is added when given and absent)."""
+    cp = resolve_server(version)
+    return run_java(
+        cp.classpath,
+        MQADMIN_MAIN_CLASS,
+        _with_namesrv(args, namesrv),
+        jvm_opts=_TOOL_JVM_OPTS,
+        timeout=timeout,
+    )
+
+
+def run_java_bench(
+    tool: str,
+    args: Sequence[str],
+    *,
+    namesrv: str | None = None,
+    version: str = DEFAULT_VERSION,
+    timeout: float | None = 600.0,
+) -> ToolResult:
+    """Run one of the official benchmark tools (``producer``, ``consumer``, ``batch-producer``, ...)."""
+    try:
+        main = BENCH_MAIN_CLASSES[tool]
+    except KeyError:
+        raise ClusterError(
+            f"unknown benchmark tool {tool!r}; one of {', '.join(BENCH_MAIN_CLASSES)}"
+        ) from None
+    cp = resolve_bench(version)
+    return run_java(
+        cp.classpath, main, _with_namesrv(args, namesrv), jvm_opts=_BENCH_JVM_OPTS, timeout=timeout
+    )

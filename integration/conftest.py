@@ -34,7 +34,9 @@ def cluster() -> Iterator[Cluster]:
         started = start_cluster(brokers=2)
     except ClusterError as exc:
         if _broker_required():
-            pytest.fail(f"a real RocketMQ cluster is required here and could not start:\n{exc}", pytrace=False)
+            pytest.fail(
+                f"a real RocketMQ cluster is required here and could not start:\n{exc}", pytrace=False
+            )
         pytest.skip(f"no RocketMQ cluster: {exc}")
     with started:
         yield started

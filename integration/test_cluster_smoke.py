@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable
 
+from rocketmq_py.protocol._fastjson import parse_fastjson
 from rocketmq_py.testing import Cluster
 
 
@@ -21,12 +21,15 @@ def test_cluster_list_shows_both_brokers(cluster: Cluster) -> None:
 def _route(cluster: Cluster, topic: str) -> dict[str, object]:
     out = cluster.mqadmin("topicRoute", "-t", topic).check().output
     start = out.index("{")
-    route = json.loads(out[start : out.rindex("}") + 1])
+    # mqadmin prints fastjson output: bare integer keys in brokerAddrs, which json.loads rejects.
+    route = parse_fastjson(out[start : out.rindex("}") + 1])
     assert isinstance(route, dict)
     return route
 
 
-def test_topic_with_8_queues_on_2_brokers_routes_16_queues(cluster: Cluster, create_topic: Callable[..., str]) -> None:
+def test_topic_with_8_queues_on_2_brokers_routes_16_queues(
+    cluster: Cluster, create_topic: Callable[..., str]
+) -> None:
     topic = create_topic(8)
     route = _route(cluster, topic)
     queue_datas = route["queueDatas"]
@@ -47,13 +50,19 @@ def _max_offsets(cluster: Cluster, topic: str) -> dict[tuple[str, int], int]:
     return offsets
 
 
-def test_java_benchmark_producer_sends_and_offsets_advance(cluster: Cluster, create_topic: Callable[..., str]) -> None:
+def test_java_benchmark_producer_sends_and_offsets_advance(
+    cluster: Cluster, create_topic: Callable[..., str]
+) -> None:
     topic = create_topic(8)
     before = _max_offsets(cluster, topic)
     assert len(before) == 16
     assert sum(before.values()) == 0
-    result = cluster.java_bench("producer", "-t", topic, "-w", "4", "-q", "400", "-ri", "1000", "-s", "256").check()
-    complete = re.search(r"\[Complete\] Send Total: (\d+) Send Failed: (\d+) Response Failed: (\d+)", result.output)
+    result = cluster.java_bench(
+        "producer", "-t", topic, "-w", "4", "-q", "400", "-ri", "1000", "-s", "256"
+    ).check()
+    complete = re.search(
+        r"\[Complete\] Send Total: (\d+) Send Failed: (\d+) Response Failed: (\d+)", result.output
+    )
     assert complete, result.output[-2000:]
     assert complete.groups() == ("400", "0", "0")
     after = _max_offsets(cluster, topic)
@@ -69,8 +78,9 @@ def test_paused_broker_times_out_and_answers_after_resume(cluster: Cluster) -> N
     try:
         started = time.monotonic()
         paused = cluster.mqadmin("brokerStatus", "-b", address, timeout=60)
-        assert not paused.ok
-        assert "timeout" in paused.output.lower() or paused.timed_out, paused.output[-2000:]
+        # mqadmin prints the exception and still exits 0: judge by what it printed.
+        assert "brokerVersionDesc" not in paused.output
+        assert "RemotingTimeoutException" in paused.output or paused.timed_out, paused.output[-2000:]
         assert time.monotonic() - started >= 2.0  # it waited for an answer that never came
     finally:
         cluster.resume_broker("broker-b")

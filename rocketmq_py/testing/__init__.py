@@ -6,7 +6,7 @@
 same from a shell.
 """
 
-from rocketmq_py.testing._cluster import CLUSTER_NAME, BrokerInfo, Cluster, cluster_info
+from rocketmq_py.testing._cluster import CLUSTER_NAME, BrokerInfo, Cluster, cluster_info, topic_route
 from rocketmq_py.testing._distribution import (
     DEFAULT_VERSION,
     Classpath,
@@ -38,4 +38,5 @@ __all__ = [
     "run_java_bench",
     "run_mqadmin",
     "start_cluster",
+    "topic_route",
 ]

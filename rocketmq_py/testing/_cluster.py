@@ -8,12 +8,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from rocketmq_py.errors import ClusterError, RocketMQError
+
+if TYPE_CHECKING:
+    from rocketmq_py.protocol._bodies import TopicRouteData
 from rocketmq_py.testing._distribution import DEFAULT_VERSION
 from rocketmq_py.testing._tools import ToolResult, run_java_bench, run_mqadmin
 
-__all__ = ["CLUSTER_NAME", "BrokerInfo", "Cluster", "broker_names", "cluster_info"]
+__all__ = ["CLUSTER_NAME", "BrokerInfo", "Cluster", "broker_names", "cluster_info", "topic_route"]
 
 #: ``brokerClusterName`` of the brokers we start.
 CLUSTER_NAME = "DefaultCluster"
@@ -173,12 +177,12 @@ def _call(
 
 def cluster_info(namesrv: str) -> dict[str, str]:
     """Broker name -> master address, from the NameServer's GET_BROKER_CLUSTER_INFO (code 106)."""
-    from rocketmq_py.protocol._fastjson import loads
+    from rocketmq_py.protocol._fastjson import parse_fastjson
 
     code, body = _call(namesrv, 106)
     if code != 0:
         return {}
-    data = loads(body)
+    data = parse_fastjson(body)
     table = data.get("brokerAddrTable", {}) if isinstance(data, dict) else {}
     out: dict[str, str] = {}
     for name, broker in table.items():
@@ -189,12 +193,16 @@ def cluster_info(namesrv: str) -> dict[str, str]:
     return out
 
 
-def _route_queue_count(namesrv: str, topic: str) -> int:
-    from rocketmq_py.protocol._fastjson import loads
+def topic_route(namesrv: str, topic: str) -> TopicRouteData | None:
+    """The NameServer's route for ``topic`` (GET_ROUTEINFO_BY_TOPIC, code 105); None when it has none."""
+    from rocketmq_py.protocol._bodies import TopicRouteData, decode_body
 
     code, body = _call(namesrv, 105, {"topic": topic, "acceptStandardJsonOnly": "true"})
     if code != 0:
-        return 0
-    data = loads(body)
-    queues = data.get("queueDatas", []) if isinstance(data, dict) else []
-    return sum(int(q.get("readQueueNums", 0)) for q in queues if isinstance(q, dict))
+        return None
+    return decode_body(TopicRouteData, body)
+
+
+def _route_queue_count(namesrv: str, topic: str) -> int:
+    route = topic_route(namesrv, topic)
+    return 0 if route is None else sum(q.read_queue_nums for q in route.queue_datas)

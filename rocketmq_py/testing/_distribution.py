@@ -73,6 +73,29 @@ def find_java() -> str:
     return found
 
 
+# RocketMQ 4.x reads its logback configuration from $ROCKETMQ_HOME/conf (5.x ships it in the jars).
+_LOGBACK_FILES = ("logback_namesrv.xml", "logback_broker.xml", "logback_tools.xml")
+_LOGBACK = """<?xml version="1.0" encoding="UTF-8"?>
+<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>${{user.home}}/logs/rocketmqlogs/{name}.log</file>
+    <encoder><pattern>%d{{yyyy-MM-dd HH:mm:ss.SSS}} %-5p [%t] %c{{0}} - %m%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+
+def write_home_conf(home: Path) -> None:
+    """Give ``home`` (a ROCKETMQ_HOME) the ``conf/logback_*.xml`` files RocketMQ 4.x insists on."""
+    conf = home / "conf"
+    conf.mkdir(parents=True, exist_ok=True)
+    for file in _LOGBACK_FILES:
+        target = conf / file
+        if not target.exists():
+            target.write_text(_LOGBACK.format(name=file.removeprefix("logback_").removesuffix(".xml")))
+
+
 def bench_version_for(server_version: str) -> str:
     """The ``rocketmq-example`` release used with ``server_version`` (``ROCKETMQ_BENCH_VERSION`` wins)."""
     explicit = os.environ.get("ROCKETMQ_BENCH_VERSION")

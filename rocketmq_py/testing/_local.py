@@ -26,7 +26,13 @@ from pathlib import Path, PurePath
 
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._cluster import CLUSTER_NAME, BrokerInfo, Cluster, broker_names
-from rocketmq_py.testing._distribution import DEFAULT_VERSION, Classpath, find_java, resolve_server
+from rocketmq_py.testing._distribution import (
+    DEFAULT_VERSION,
+    Classpath,
+    find_java,
+    resolve_server,
+    write_home_conf,
+)
 from rocketmq_py.testing._processes import (
     JvmProcess,
     Registry,
@@ -171,7 +177,8 @@ class LocalCluster(Cluster):
 
     @property
     def brokers(self) -> list[BrokerInfo]:
-        return [BrokerInfo(n, f"127.0.0.1:{self._broker_ports[n]}") for n in self._names]
+        host = self._extra.get("brokerIP1", "127.0.0.1")  # the address the broker advertises
+        return [BrokerInfo(n, f"{host}:{self._broker_ports[n]}") for n in self._names]
 
     def log_path(self, node: str) -> Path:
         """The stdout/stderr log of ``node`` (``namesrv`` or a broker name)."""
@@ -187,6 +194,7 @@ class LocalCluster(Cluster):
         t1 = time.monotonic()
         self.timings["resolve"] = t1 - t0
         self.workdir = self._workdir_arg or Path(tempfile.mkdtemp(prefix="rocketmq-py-"))
+        write_home_conf(self.workdir)
         taken: set[int] = set()
         self._namesrv_port = pick_port_block([0], taken)
         for name in self._names:

@@ -18,6 +18,7 @@ from rocketmq_py.testing._distribution import (
     find_java,
     resolve_bench,
     resolve_server,
+    write_home_conf,
 )
 
 __all__ = ["BENCH_MAIN_CLASSES", "MQADMIN_MAIN_CLASS", "ToolResult", "run_java_bench", "run_mqadmin"]
@@ -69,7 +70,7 @@ def run_java(
 ) -> ToolResult:
     """Run ``main_class`` and capture its output; a timeout kills it and is reported, not raised."""
     home = cache_dir() / "tools-home"
-    home.mkdir(parents=True, exist_ok=True)
+    write_home_conf(home)
     env = dict(os.environ, ROCKETMQ_HOME=str(home))
     argv = (
         find_java(),

@@ -1,0 +1,450 @@
+"""An in-process fake broker (and NameServer) for deterministic transport and service tests.
+
+:class:`FakeBroker` is a trio TCP server on ``127.0.0.1`` (a random port) that speaks the
+remoting protocol through our own codec, never through the client's transport::
+
+    async with FakeBroker() as fb:
+        fb.on(RequestCode.HEART_BEAT, answer_success)
+        async with open_connection(fb.address) as conn:
+            ...
+        assert fb.received[0].code == RequestCode.HEART_BEAT
+
+What it offers:
+
+- **handlers** per request code (:meth:`FakeBroker.on`); a handler returns the response, or
+  ``None`` for none, or raises :class:`~rocketmq_py.errors.BrokerError` to answer with that
+  error's code and remark. Other exceptions are bugs in the test and crash the ``async with``.
+  A code with no handler is answered ``REQUEST_CODE_NOT_SUPPORTED``, as a real server does;
+- **a record** of every frame clients sent (:attr:`FakeBroker.received`), with waiting helpers;
+- **broker -> client requests** (:meth:`FakeBroker.send_to_client`);
+- **fault injection**: delayed replies, requests never answered, connections dropped after N
+  frames or when a given code arrives, raw garbage bytes, dropping every client now;
+- **default handlers** answering enough of the real protocol for service tests:
+  ``GET_ROUTEINFO_BY_TOPIC`` from in-memory routes (:meth:`FakeBroker.add_topic`),
+  ``SEND_MESSAGE``/``SEND_MESSAGE_V2`` storing messages per (topic, queue), and ``PULL_MESSAGE``
+  answering ``FOUND`` with stored-message bodies or ``PULL_NOT_FOUND``.
+
+Replies, delays and drops run in tasks of the broker's nursery, so they follow trio's clock:
+under ``autojump_clock`` a ten-second delay takes no real time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import ssl
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Final, Self
+
+import trio
+
+from rocketmq_py._transport._nursery import open_service_nursery
+from rocketmq_py.errors import BrokerError, ConnectionFailed, ProtocolError, RequestTimeout, StateError
+from rocketmq_py.protocol._codes import FLAG_RESPONSE, ResponseCode, SerializeType
+from rocketmq_py.protocol._command import RemotingCommand
+from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE, FrameBuffer
+from rocketmq_py.testing._fake_store import FakeStore, StoredEntry
+
+__all__ = ["DEFAULT_GARBAGE", "BrokerHandler", "FakeBroker", "FakeClient"]
+
+#: Answers one request; ``None`` means "send no response".
+BrokerHandler = Callable[[RemotingCommand], Awaitable[RemotingCommand | None]]
+
+#: What :meth:`FakeBroker.send_garbage` sends by default: a frame length of -1, which no
+#: decoder may accept.
+DEFAULT_GARBAGE: Final = b"\xff\xff\xff\xffnot a remoting frame"
+
+_RECEIVE_CHUNK: Final = 64 * 1024
+
+
+class FakeClient:
+    """The broker's side of one accepted client connection."""
+
+    def __init__(self, index: int, stream: trio.abc.Stream) -> None:
+        #: 0 for the first connection the broker accepted, then 1, 2, ...
+        self.index = index
+        #: Frames received on this connection.
+        self.frames_received = 0
+        self._stream = stream
+        self._write_lock = trio.Lock()
+        self._pending: dict[int, _Reply] = {}
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<FakeClient #{self.index} {'closed' if self._closed else 'open'}>"
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the connection is still up."""
+        return not self._closed
+
+    async def send(self, data: bytes) -> None:
+        """Write raw bytes to this client; quietly nothing once the connection is gone."""
+        async with self._write_lock:
+            if self._closed:
+                return
+            try:
+                await self._stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                await self.aclose()
+
+    async def aclose(self) -> None:
+        """Drop the connection (the client sees EOF or a reset)."""
+        self._mark_closed()
+        await trio.aclose_forcefully(self._stream)
+
+    def _mark_closed(self) -> None:
+        self._closed = True
+        for reply in self._pending.values():
+            reply.done.set()
+        self._pending.clear()
+
+
+class _Reply:
+    __slots__ = ("done", "response")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.response: RemotingCommand | None = None
+
+
+class FakeBroker:
+    """An in-process remoting server for tests; see the module docstring.
+
+    Args:
+        broker_name: the name the default handlers give this broker in routes.
+        cluster_name: the cluster name in routes.
+        ssl_context: a *server-side* context to speak TLS.
+        serialize_type: header encoding of the broker's responses and requests.
+        max_frame_size: the largest frame accepted from clients.
+        defaults: install the default handlers (route, send, pull).
+    """
+
+    def __init__(
+        self,
+        *,
+        broker_name: str = "broker-a",
+        cluster_name: str = "DefaultCluster",
+        ssl_context: ssl.SSLContext | None = None,
+        serialize_type: SerializeType = SerializeType.JSON,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        defaults: bool = True,
+    ) -> None:
+        self.broker_name = broker_name
+        self.cluster_name = cluster_name
+        #: Every frame clients sent, requests and responses, in arrival order.
+        self.received: list[RemotingCommand] = []
+        #: Requests sent to clients by :meth:`send_to_client`, as sent (with their opaque).
+        self.sent: list[RemotingCommand] = []
+        #: Connections accepted so far.
+        self.accepted = 0
+        self._ssl_context = ssl_context
+        self._serialize_type = serialize_type
+        self._max_frame_size = max_frame_size
+        self._handlers: dict[int, BrokerHandler] = {}
+        self._clients: list[FakeClient] = []
+        self._delays: dict[int, float] = {}
+        self._never_reply: set[int] = set()
+        self._drop_on: set[int] = set()
+        self._drop_after: int | None = None
+        self._next_opaque = 0
+        self._changed = trio.Event()
+        self._address: str | None = None
+        self._nursery: trio.Nursery | None = None
+        self._exit_stack: AsyncExitStack | None = None
+        self._store = FakeStore(self)
+        if defaults:
+            self._store.install(self._handlers)
+
+    def __repr__(self) -> str:
+        return f"<FakeBroker {self._address or 'not started'}, {len(self.received)} frames received>"
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        if self._exit_stack is not None:
+            raise StateError("a FakeBroker can be entered only once")
+        stack = AsyncExitStack()
+        nursery = await stack.enter_async_context(open_service_nursery())
+        try:
+            serve = functools.partial(trio.serve_tcp, self._serve_client, 0, host="127.0.0.1")
+            listeners: list[trio.SocketListener] = await nursery.start(serve)
+        except BaseException as exc:
+            nursery.cancel_scope.cancel()
+            await stack.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        host, port = listeners[0].socket.getsockname()[:2]
+        self._address = f"{host}:{port}"
+        self._nursery = nursery
+        self._exit_stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._exit_stack is not None
+        assert self._nursery is not None
+        self._nursery.cancel_scope.cancel()
+        return await self._exit_stack.__aexit__(exc_type, exc, tb)
+
+    @property
+    def address(self) -> str:
+        """``"127.0.0.1:<port>"``, once the broker is serving."""
+        if self._address is None:
+            raise StateError("the FakeBroker is not serving yet (use `async with FakeBroker()`)")
+        return self._address
+
+    @property
+    def clients(self) -> list[FakeClient]:
+        """The client connections still open, oldest first."""
+        return [client for client in self._clients if client.is_open]
+
+    # --- handlers ------------------------------------------------------------------------------
+
+    def on(self, code: int, handler: BrokerHandler) -> None:
+        """Answer requests with ``code`` by ``handler`` (replacing any earlier one or default).
+
+        The handler also sees oneway requests, and must return ``None`` for them.
+        """
+        self._handlers[code] = handler
+
+    def on_reply(
+        self,
+        code: int,
+        response_code: int = ResponseCode.SUCCESS,
+        *,
+        remark: str | None = None,
+        ext_fields: Mapping[str, str] | None = None,
+        body: bytes = b"",
+    ) -> None:
+        """Answer every request with ``code`` by a fixed response."""
+
+        async def reply(request: RemotingCommand) -> RemotingCommand | None:
+            if request.is_oneway:
+                return None
+            return RemotingCommand.response(request, response_code, remark, ext_fields, body)
+
+        self.on(code, reply)
+
+    # --- faults ----------------------------------------------------------------------------------
+
+    def delay(self, code: int, seconds: float) -> None:
+        """Hold the response to requests with ``code`` for ``seconds`` (trio time)."""
+        self._delays[code] = seconds
+
+    def never_reply(self, code: int) -> None:
+        """Run the handler for ``code`` but never send its response."""
+        self._never_reply.add(code)
+
+    def drop_on(self, code: int) -> None:
+        """Close the connection, unanswered, when a request with ``code`` arrives."""
+        self._drop_on.add(code)
+
+    def drop_after(self, frames: int) -> None:
+        """Close each connection, without answering, when it has brought ``frames`` frames.
+
+        The ``frames``-th frame is recorded but not answered; requests before it are answered.
+        """
+        if frames < 1:
+            raise ValueError("frames must be at least 1")
+        self._drop_after = frames
+
+    def clear_faults(self) -> None:
+        """Forget every delay, never-reply and drop rule."""
+        self._delays.clear()
+        self._never_reply.clear()
+        self._drop_on.clear()
+        self._drop_after = None
+
+    async def send_garbage(self, data: bytes = DEFAULT_GARBAGE) -> None:
+        """Write ``data`` raw to every open client connection."""
+        for client in self.clients:
+            await client.send(data)
+
+    async def drop_clients(self) -> None:
+        """Close every client connection now."""
+        for client in self.clients:
+            await client.aclose()
+
+    # --- broker -> client ------------------------------------------------------------------------
+
+    async def send_to_client(
+        self,
+        command: RemotingCommand,
+        *,
+        expect_reply: bool = True,
+        timeout: float = 10.0,  # noqa: ASYNC109 (a test helper's safety net)
+        client: FakeClient | None = None,
+    ) -> RemotingCommand | None:
+        """Send a request to a connected client, as a broker does (e.g. NOTIFY_CONSUMER_IDS_CHANGED).
+
+        The command is sent as given (build oneway ones with ``oneway=True``) with a fresh opaque.
+
+        Args:
+            command: the request.
+            expect_reply: wait for and return the client's response.
+            timeout: how long to wait for the response.
+            client: the connection to use; the most recent open one by default.
+
+        Returns:
+            The client's response, or ``None`` when ``expect_reply`` is false.
+
+        Raises:
+            StateError: no client is connected.
+            RequestTimeout: no response within ``timeout``.
+            ConnectionFailed: the client disconnected before responding.
+        """
+        if client is None:
+            open_clients = self.clients
+            if not open_clients:
+                raise StateError("no client is connected to the FakeBroker")
+            client = open_clients[-1]
+        opaque = self._next_opaque
+        self._next_opaque += 1
+        command = dataclasses.replace(command, opaque=opaque, serialize_type=self._serialize_type)
+        reply = _Reply()
+        if expect_reply:
+            client._pending[opaque] = reply
+        self.sent.append(command)
+        try:
+            await client.send(command.encode())
+            if not expect_reply:
+                return None
+            with trio.move_on_after(timeout):
+                await reply.done.wait()
+            if reply.response is not None:
+                return reply.response
+            if not client.is_open:
+                raise ConnectionFailed(f"{client} disconnected before answering opaque {opaque}")
+            raise RequestTimeout(f"{client} did not answer opaque {opaque} within {timeout:g} s")
+        finally:
+            client._pending.pop(opaque, None)
+
+    # --- waiting ---------------------------------------------------------------------------------
+
+    async def wait_received(self, count: int, code: int | None = None) -> list[RemotingCommand]:
+        """Wait until at least ``count`` frames (with request ``code``, if given) were received.
+
+        Returns:
+            The matching frames received so far.
+        """
+        while True:
+            matching = [cmd for cmd in self.received if code is None or cmd.code == code]
+            if len(matching) >= count:
+                return matching
+            await self._changed.wait()
+
+    async def wait_accepted(self, count: int) -> None:
+        """Wait until at least ``count`` connections have been accepted."""
+        while self.accepted < count:
+            await self._changed.wait()
+
+    def requests(self, code: int | None = None) -> list[RemotingCommand]:
+        """The requests received (responses left out), optionally only those with ``code``."""
+        return [cmd for cmd in self.received if not cmd.is_response and (code is None or cmd.code == code)]
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    # --- serving ---------------------------------------------------------------------------------
+
+    async def _serve_client(self, stream: trio.SocketStream) -> None:
+        transport: trio.abc.Stream = stream
+        if self._ssl_context is not None:
+            transport = trio.SSLStream(stream, self._ssl_context, server_side=True)
+        client = FakeClient(self.accepted, transport)
+        self._clients.append(client)
+        self.accepted += 1
+        self._notify()
+        try:
+            async with trio.open_nursery() as nursery:
+                try:
+                    await self._read(client, nursery)
+                finally:
+                    nursery.cancel_scope.cancel()
+        finally:
+            await client.aclose()
+            self._notify()
+
+    async def _read(self, client: FakeClient, nursery: trio.Nursery) -> None:
+        frames = FrameBuffer(max_frame_size=self._max_frame_size)
+        while True:
+            try:
+                data = await client._stream.receive_some(_RECEIVE_CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                return
+            if not data:
+                return
+            try:
+                commands = frames.feed(data)
+            except ProtocolError:
+                return  # a real server closes the connection on a bad frame
+            for command in commands:
+                client.frames_received += 1
+                self.received.append(command)
+                self._notify()
+                if command.is_response:
+                    reply = client._pending.pop(command.opaque, None)
+                    if reply is not None:
+                        reply.response = command
+                        reply.done.set()
+                    continue
+                if command.code in self._drop_on or (
+                    self._drop_after is not None and client.frames_received >= self._drop_after
+                ):
+                    return
+                nursery.start_soon(self._answer, client, command)
+
+    async def _answer(self, client: FakeClient, request: RemotingCommand) -> None:
+        handler = self._handlers.get(request.code)
+        response: RemotingCommand | None
+        if handler is None:
+            response = _response(
+                request,
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                f"request type {request.code} not supported",
+            )
+        else:
+            try:
+                response = await handler(request)
+            except BrokerError as exc:
+                response = _response(request, exc.code, exc.remark)
+        if response is None or request.is_oneway or request.code in self._never_reply:
+            return
+        delay = self._delays.get(request.code)
+        if delay:
+            await trio.sleep(delay)
+        if response.opaque != request.opaque or not response.is_response:
+            response = dataclasses.replace(
+                response, opaque=request.opaque, flag=response.flag | FLAG_RESPONSE
+            )
+        if response.serialize_type != self._serialize_type:
+            response = dataclasses.replace(response, serialize_type=self._serialize_type)
+        await client.send(response.encode())
+
+    # --- in-memory broker state (for the default handlers) ---------------------------------------
+
+    def add_topic(self, topic: str, *, queues: int = 4, perm: int = 6) -> None:
+        """Make ``topic`` known to the route and send handlers, with ``queues`` read/write queues."""
+        self._store.add_topic(topic, queues=queues, perm=perm)
+
+    def messages(self, topic: str, queue_id: int) -> list[StoredEntry]:
+        """What the send handlers stored for a queue, in offset order."""
+        return list(self._store.queues.get((topic, queue_id), ()))
+
+    def put_messages(self, topic: str, queue_id: int, bodies: Iterable[bytes]) -> None:
+        """Store messages directly (as if sent), e.g. to prepare a pull test."""
+        for body in bodies:
+            self._store.append(topic, queue_id, body=body, properties={}, flag=0, sys_flag=0, born_ms=0)
+
+
+def _response(request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand | None:
+    if request.is_oneway:
+        return None
+    return RemotingCommand.response(request, code, remark)

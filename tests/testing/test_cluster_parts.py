@@ -20,7 +20,7 @@ from rocketmq_py.testing._start import choose_backend
 
 
 @pytest.fixture(autouse=True)
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     cache = tmp_path / "cache"
     monkeypatch.setenv("ROCKETMQ_PY_CACHE", str(cache))
     return cache
@@ -69,8 +69,8 @@ def test_bench_version(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _distribution.bench_version_for("5.3.3") == "9.9.9"
 
 
-def test_cached_distribution_runs_no_maven(monkeypatch: pytest.MonkeyPatch, _private_cache: Path) -> None:
-    lib = _private_cache / "dist" / "server-1.2.3" / "lib"
+def test_cached_distribution_runs_no_maven(monkeypatch: pytest.MonkeyPatch, private_cache: Path) -> None:
+    lib = private_cache / "dist" / "server-1.2.3" / "lib"
     lib.mkdir(parents=True)
     (lib / "a.jar").write_bytes(b"jar")
     (lib.parent / ".complete").write_text("1.2.3\n")
@@ -113,14 +113,20 @@ def _sleeper(marker: str, tmp_path: Path, *, die_with_parent: bool = False) -> J
     )
 
 
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
 def test_process_boot_wait_pause_and_kill(tmp_path: Path) -> None:
     proc = _sleeper(marker_for("t1"), tmp_path)
     proc.start()
     try:
         assert wait_for_line(proc, "boot success", 10, "fake") == "boot success"
         proc.signal_group(signal.SIGSTOP)
-        state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        assert state == "T"
+        deadline = time.monotonic() + 5
+        while _state(proc.pid) != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)  # the signal is delivered asynchronously
+        assert _state(proc.pid) == "T"
         proc.signal_group(signal.SIGCONT)
     finally:
         proc.kill()

@@ -158,6 +158,7 @@ def _register(cls: _B) -> _B:
 # retriable = in Java DefaultMQProducer.retryResponseCodes (TOPIC_NOT_EXIST, SERVICE_NOT_AVAILABLE,
 # SYSTEM_ERROR, SYSTEM_BUSY, NO_PERMISSION, NO_BUYER_ID, NOT_IN_CURRENT_UNIT, GO_AWAY), plus FLOW_CONTROL.
 
+
 @_register
 class BrokerSystemError(BrokerError):
     """Response code 1."""
@@ -458,6 +459,7 @@ class GoAway(BrokerError):
     response_code = 1500
     retriable = True
     refresh_route = True
+
 
 def broker_error_for(code: int, remark: str | None = None) -> BrokerError:
     """Build the typed error for a non-success response code (unknown codes give ``BrokerError``)."""

@@ -1,0 +1,135 @@
+"""The batch body of SEND_BATCH_MESSAGE, also found inside 5.x "inner batch" stored messages.
+
+Wire layout (protocol.md §4.3), big-endian, one entry per message, concatenated::
+
+    +-----------+-----------+---------+--------+----------+------+-----------+------------+
+    | TOTALSIZE | MAGICCODE | BODYCRC | FLAG   | BODY len | body | PROPS len | properties |
+    | int32     | int32 = 0 | int32=0 | int32  | int32    |      | int16     | UTF-8      |
+    +-----------+-----------+---------+--------+----------+------+-----------+------------+
+    TOTALSIZE = 4 + 4 + 4 + 4 + 4 + len(body) + 2 + len(properties)
+
+The entries carry no topic: the batch's topic is in the request header (or the outer stored
+message). Java's reader ignores MAGICCODE and BODYCRC, and so does :func:`decode_batch`; it does
+check that TOTALSIZE agrees with the lengths inside.
+
+Java's batch rules (:func:`validate_batch`): one topic for all, the same WAIT value, no delay
+level, no retry topic. Batches are never compressed by the Java producer.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from typing import Final
+
+from rocketmq_py.errors import InvalidMessage, LocalProtocolError, MalformedMessage
+from rocketmq_py.protocol._message import Message
+from rocketmq_py.protocol._properties import decode_properties, encode_properties_bytes
+
+__all__ = ["decode_batch", "encode_batch", "iter_batch", "validate_batch"]
+
+# TOTALSIZE, MAGICCODE, BODYCRC, FLAG, BODY length
+_HEAD: Final = struct.Struct(">iiiii")
+_PROPS_LEN: Final = struct.Struct(">h")
+_FIXED: Final = _HEAD.size + _PROPS_LEN.size  # 22 bytes around body and properties
+_MAX_INT32: Final = 2**31 - 1
+#: Prefix of the per-group retry topics, which Java refuses in batches.
+RETRY_TOPIC_PREFIX: Final = "%RETRY%"
+
+
+def _encode_one(message: Message, parts: list[bytes]) -> None:
+    props = encode_properties_bytes(message.properties)
+    body = message.body
+    total = _FIXED + len(body) + len(props)
+    if total > _MAX_INT32:
+        raise LocalProtocolError(f"batch entry of {total} bytes does not fit an int32 length")
+    if not -(2**31) <= message.flag <= _MAX_INT32:
+        raise LocalProtocolError(f"message flag {message.flag} does not fit an int32")
+    parts.append(_HEAD.pack(total, 0, 0, message.flag, len(body)))
+    parts.append(body)
+    parts.append(_PROPS_LEN.pack(len(props)))
+    parts.append(props)
+
+
+def encode_batch(messages: Sequence[Message]) -> bytes:
+    """Encode messages into a batch body (the topic goes in the request header, not here).
+
+    The caller sets each message's UNIQ_KEY first, as the Java producer does.
+
+    Raises:
+        LocalProtocolError: properties that cannot be encoded or exceed 32767 bytes, a flag or an
+            entry size that does not fit an int32.
+    """
+    parts: list[bytes] = []
+    for message in messages:
+        _encode_one(message, parts)
+    return b"".join(parts)
+
+
+def iter_batch(data: bytes) -> Iterator[tuple[int, bytes, dict[str, str]]]:
+    """Yield ``(flag, body, properties)`` for each entry of a batch body.
+
+    Raises:
+        MalformedMessage: an entry ends early, a length is negative, or TOTALSIZE disagrees with
+            the lengths inside it.
+    """
+    pos = 0
+    end = len(data)
+    unpack_head = _HEAD.unpack_from
+    unpack_props = _PROPS_LEN.unpack_from
+    while pos < end:
+        if end - pos < _FIXED:
+            raise MalformedMessage(f"batch entry at byte {pos} is cut off after {end - pos} bytes")
+        total, _magic, _crc, flag, body_len = unpack_head(data, pos)
+        if total < _FIXED or total > end - pos:
+            raise MalformedMessage(f"batch entry at byte {pos} has TOTALSIZE {total}, {end - pos} bytes left")
+        if body_len < 0 or body_len > total - _FIXED:
+            raise MalformedMessage(f"batch entry at byte {pos} has body length {body_len} in {total} bytes")
+        body_start = pos + _HEAD.size
+        body_end = body_start + body_len
+        (props_len,) = unpack_props(data, body_end)
+        if props_len < 0 or _FIXED + body_len + props_len != total:
+            raise MalformedMessage(
+                f"batch entry at byte {pos}: TOTALSIZE {total} does not match body {body_len} "
+                f"and properties {props_len}"
+            )
+        props_start = body_end + _PROPS_LEN.size
+        next_pos = pos + total
+        text = data[props_start:next_pos].decode("utf-8", "replace")
+        yield flag, data[body_start:body_end], decode_properties(text)
+        pos = next_pos
+
+
+def decode_batch(data: bytes, topic: str = "") -> list[Message]:
+    """Decode a batch body into messages of ``topic`` (entries carry none of their own).
+
+    Raises:
+        MalformedMessage: as :func:`iter_batch`.
+    """
+    messages: list[Message] = []
+    for flag, body, properties in iter_batch(data):
+        message = Message(topic, body, flag=flag)
+        message.properties = properties
+        messages.append(message)
+    return messages
+
+
+def validate_batch(messages: Sequence[Message]) -> None:
+    """Check Java's rules for a batch send.
+
+    Raises:
+        InvalidMessage: empty batch, several topics, a retry topic, a delay level, or mixed WAIT values.
+    """
+    if not messages:
+        raise InvalidMessage("a batch needs at least one message")
+    topic = messages[0].topic
+    wait = messages[0].wait_store_msg_ok
+    for message in messages:
+        if message.topic != topic:
+            raise InvalidMessage(f"a batch goes to one topic, got {topic!r} and {message.topic!r}")
+        if message.topic.startswith(RETRY_TOPIC_PREFIX):
+            raise InvalidMessage(f"retry topic {message.topic!r} is not allowed in a batch")
+        if message.delay_level > 0:
+            raise InvalidMessage("delayed messages are not allowed in a batch")
+        if message.wait_store_msg_ok != wait:
+            raise InvalidMessage("all messages of a batch must have the same WAIT (wait_store_msg_ok)")

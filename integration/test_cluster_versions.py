@@ -13,7 +13,8 @@ VERSION_4X = "4.9.7"
 
 
 @pytest.mark.skipif(
-    bool(os.environ.get("ROCKETMQ_NAMESRV")), reason="an external cluster is in use: its version is not ours to pick"
+    bool(os.environ.get("ROCKETMQ_NAMESRV")),
+    reason="an external cluster is in use: its version is not ours to pick",
 )
 def test_a_4x_cluster_starts_routes_and_stops() -> None:
     with LocalCluster(1, version=VERSION_4X).start() as cluster:

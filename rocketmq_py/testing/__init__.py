@@ -3,7 +3,9 @@
 ``start_cluster()`` gives a NameServer and brokers from the Apache RocketMQ jars on Maven Central
 (local JVMs), the ``apache/rocketmq`` Docker image, or an external cluster named by
 ``ROCKETMQ_NAMESRV``. ``python -m rocketmq_py.testing up|status|down|mqadmin|java-bench`` does the
-same from a shell.
+same from a shell, and ``record`` puts a recording proxy between a client and a server.
+:class:`FakeBroker` is an in-process broker built from our codec, for deterministic tests of timing
+and faults (never a stand-in for the real broker in a compatibility claim).
 """
 
 from rocketmq_py.testing._cluster import CLUSTER_NAME, BrokerInfo, Cluster, cluster_info, topic_route
@@ -15,6 +17,7 @@ from rocketmq_py.testing._distribution import (
     resolve_bench,
     resolve_server,
 )
+from rocketmq_py.testing._fake_broker import FakeBroker
 from rocketmq_py.testing._local import LocalCluster
 from rocketmq_py.testing._processes import cleanup_stale
 from rocketmq_py.testing._start import choose_backend, start_cluster
@@ -26,6 +29,7 @@ __all__ = [
     "BrokerInfo",
     "Classpath",
     "Cluster",
+    "FakeBroker",
     "LocalCluster",
     "ToolResult",
     "bench_version_for",

@@ -8,6 +8,9 @@ Commands::
     fetch [--version V]              download the jars (server and benchmark tools) into the cache
     mqadmin ARGS...                  the official admin tool against the running cluster
     java-bench TOOL ARGS...          the official benchmark producer|consumer|batch-producer|...
+    record --listen H:P --target H:P --out DIR [--label L] [--seconds N]
+                                     a recording proxy: every frame both ways into DIR (+ manifest)
+    record-vectors --out DIR         the scripted golden-vector session (cluster, proxies, Java client)
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._distribution import DEFAULT_VERSION, resolve_bench, resolve_server
@@ -115,6 +120,42 @@ def _cmd_java_bench(args: argparse.Namespace) -> int:
     return _print_tool(run_java_bench(args.tool, args.args, namesrv=namesrv, version=version, timeout=None))
 
 
+def _cmd_record(args: argparse.Namespace) -> int:
+    from rocketmq_py.testing._recorder import ProxyRoute, Recorder, parse_address
+    from rocketmq_py.testing._recording import write_recording
+
+    route = ProxyRoute(parse_address(args.listen), parse_address(args.target), args.label)
+    with Recorder([route]) as recorder:
+        print(f"recording {recorder.listen_addresses[0]} -> {args.target}; Ctrl-C to stop", flush=True)
+        deadline = None if args.seconds is None else time.monotonic() + args.seconds
+        try:
+            while deadline is None or time.monotonic() < deadline:
+                time.sleep(0.2 if deadline is None else max(0.0, min(0.2, deadline - time.monotonic())))
+        except KeyboardInterrupt:
+            pass
+        frames = recorder.frames()
+        stats = recorder.statistics()
+    files = write_recording(Path(args.out), frames, label=f"record {args.listen} -> {args.target}")
+    print(
+        f"{len(frames)} frames on {stats['connections']} connections "
+        f"({stats['bytes_c2s']} bytes c2s, {stats['bytes_s2c']} bytes s2c) -> {len(files) - 1} files in {args.out}"
+    )
+    for error in stats["errors"]:
+        print(f"  {error}", file=sys.stderr)
+    return 0
+
+
+def _cmd_record_vectors(args: argparse.Namespace) -> int:
+    from rocketmq_py.testing._record_vectors import record_vectors
+
+    out = Path(args.out)
+    keep = Path(args.keep_all) if args.keep_all else None
+    files = record_vectors(out, version=args.version, client_version=args.client_version, keep_all=keep)
+    total = sum(f.stat().st_size for f in files)
+    print(f"wrote {len(files)} files ({total} bytes) to {out}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m rocketmq_py.testing", description=__doc__.splitlines()[0]
@@ -136,6 +177,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench.add_argument("tool", choices=sorted(BENCH_MAIN_CLASSES))
     bench.add_argument("args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_cmd_java_bench)
+    record = sub.add_parser("record", help="a recording proxy: every frame both ways, with a manifest")
+    record.add_argument("--listen", required=True, help="host:port to accept clients on")
+    record.add_argument("--target", required=True, help="host:port of the NameServer or broker")
+    record.add_argument("--out", required=True, help="directory for the frames and manifest.json")
+    record.add_argument("--label", default="server", help="name of the server side (namesrv, broker...)")
+    record.add_argument("--seconds", type=float, default=None, help="stop after N seconds (default: Ctrl-C)")
+    record.set_defaults(func=_cmd_record)
+    vectors = sub.add_parser("record-vectors", help="record the golden vectors (real cluster + Java client)")
+    vectors.add_argument("--out", default="protocol/vectors")
+    vectors.add_argument("--version", default=os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION))
+    vectors.add_argument(
+        "--client-version", default=None, help="rocketmq-client release (default: --version)"
+    )
+    vectors.add_argument("--keep-all", default=None, help="also write every recorded frame to this directory")
+    vectors.set_defaults(func=_cmd_record_vectors)
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)

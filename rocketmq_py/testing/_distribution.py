@@ -1,9 +1,11 @@
 """Apache RocketMQ runtime jars, resolved from Maven Central with Maven and cached per user.
 
-Two classpaths are resolved per server version:
+Three classpaths are resolved per version:
 
 - ``server``: ``rocketmq-namesrv``, ``rocketmq-broker`` and ``rocketmq-tools`` (mqadmin) at the
   server version, so the NameServer, the brokers and the admin tool are one release.
+- ``client``: ``rocketmq-client`` alone (the Java producer/consumer API, ``AclClientRPCHook``
+  included), for our own Java programs such as the golden-vector recorder.
 - ``bench``: ``rocketmq-example`` (the official benchmark ``Producer`` / ``Consumer`` /
   ``BatchProducer``). Maven Central does not carry ``rocketmq-example`` for every release (it has
   4.1.0-4.7.0 and 5.5.0, not 5.3.3), so it has a version of its own: the newest published release of
@@ -15,6 +17,7 @@ Layout of the cache (``$ROCKETMQ_PY_CACHE``, else ``$XDG_CACHE_HOME/rocketmq-py`
     m2/                          Maven's local repository (downloads land here, once)
     dist/server-5.3.3/lib/*.jar  copy-dependencies output; ``.complete`` marks a finished copy
     dist/bench-5.5.0/lib/*.jar
+    dist/client-5.3.3/lib/*.jar
     run/                         registry of started clusters (see _processes.py)
 
 A second resolution with a complete ``lib`` directory runs no Maven at all.
@@ -38,6 +41,7 @@ __all__ = [
     "cache_dir",
     "find_java",
     "resolve_bench",
+    "resolve_client",
     "resolve_server",
 ]
 
@@ -134,6 +138,15 @@ def resolve_server(version: str = DEFAULT_VERSION) -> Classpath:
 def resolve_bench(server_version: str = DEFAULT_VERSION) -> Classpath:
     """The official benchmark tools' jars that go with ``server_version``."""
     return _resolve("bench", bench_version_for(server_version), ["rocketmq-example"])
+
+
+def resolve_client(version: str = DEFAULT_VERSION) -> Classpath:
+    """The Java client's jars (``rocketmq-client`` and its dependencies) at ``version``.
+
+    Since 5.x this classpath also holds ``org.apache.rocketmq.acl.common.AclClientRPCHook``, so no
+    ``rocketmq-acl`` artifact is needed (Maven Central has none for 5.3.3).
+    """
+    return _resolve("client", version, ["rocketmq-client"])
 
 
 def _pom(name: str, version: str, artifacts: list[str]) -> str:

@@ -19,10 +19,11 @@ What it offers:
 - **broker -> client requests** (:meth:`FakeBroker.send_to_client`);
 - **fault injection**: delayed replies, requests never answered, connections dropped after N
   frames or when a given code arrives, raw garbage bytes, dropping every client now;
-- **default handlers** answering enough of the real protocol for service tests:
-  ``GET_ROUTEINFO_BY_TOPIC`` from in-memory routes (:meth:`FakeBroker.add_topic`),
-  ``SEND_MESSAGE``/``SEND_MESSAGE_V2`` storing messages per (topic, queue), and ``PULL_MESSAGE``
-  answering ``FOUND`` with stored-message bodies or ``PULL_NOT_FOUND``.
+- **default handlers** answering enough of the real protocol for service tests (details in
+  ``_fake_store``): ``GET_ROUTEINFO_BY_TOPIC`` from in-memory routes (:meth:`FakeBroker.add_topic`,
+  :meth:`FakeBroker.set_route`), ``SEND_MESSAGE``/``SEND_MESSAGE_V2`` storing messages per
+  (topic, queue), ``PULL_MESSAGE`` answering ``FOUND`` with stored-message records or
+  ``PULL_NOT_FOUND`` (with long polling), consumer offsets, queue bounds and ``HEART_BEAT``.
 
 Replies, delays and drops run in tasks of the broker's nursery, so they follow trio's clock:
 under ``autojump_clock`` a ten-second delay takes no real time.
@@ -42,10 +43,12 @@ import trio
 
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.errors import BrokerError, ConnectionFailed, ProtocolError, RequestTimeout, StateError
+from rocketmq_py.protocol._bodies import TopicRouteData
 from rocketmq_py.protocol._codes import FLAG_RESPONSE, ResponseCode, SerializeType
 from rocketmq_py.protocol._command import RemotingCommand
 from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE, FrameBuffer
-from rocketmq_py.testing._fake_store import FakeStore, StoredEntry
+from rocketmq_py.protocol._message import Message, MessageExt
+from rocketmq_py.testing._fake_store import DEFAULT_PERM, FakeStore
 
 __all__ = ["DEFAULT_GARBAGE", "BrokerHandler", "FakeBroker", "FakeClient"]
 
@@ -119,7 +122,9 @@ class FakeBroker:
         ssl_context: a *server-side* context to speak TLS.
         serialize_type: header encoding of the broker's responses and requests.
         max_frame_size: the largest frame accepted from clients.
-        defaults: install the default handlers (route, send, pull).
+        defaults: install the default handlers (route, send, pull, offsets, heartbeat).
+        auto_create_topics: a send to an unknown topic creates it (with the header's
+            ``defaultTopicQueueNums`` queues) instead of failing TOPIC_NOT_EXIST.
     """
 
     def __init__(
@@ -131,6 +136,7 @@ class FakeBroker:
         serialize_type: SerializeType = SerializeType.JSON,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         defaults: bool = True,
+        auto_create_topics: bool = False,
     ) -> None:
         self.broker_name = broker_name
         self.cluster_name = cluster_name
@@ -154,7 +160,7 @@ class FakeBroker:
         self._address: str | None = None
         self._nursery: trio.Nursery | None = None
         self._exit_stack: AsyncExitStack | None = None
-        self._store = FakeStore(self)
+        self._store = FakeStore(self, auto_create_topics=auto_create_topics)
         if defaults:
             self._store.install(self._handlers)
 
@@ -430,18 +436,33 @@ class FakeBroker:
 
     # --- in-memory broker state (for the default handlers) ---------------------------------------
 
-    def add_topic(self, topic: str, *, queues: int = 4, perm: int = 6) -> None:
-        """Make ``topic`` known to the route and send handlers, with ``queues`` read/write queues."""
+    def add_topic(self, topic: str, *, queues: int = 4, perm: int = DEFAULT_PERM) -> None:
+        """Make ``topic`` known to the default handlers, with ``queues`` read and write queues.
+
+        Its route names this broker (``broker_name`` at :attr:`address`, as master).
+        """
         self._store.add_topic(topic, queues=queues, perm=perm)
 
-    def messages(self, topic: str, queue_id: int) -> list[StoredEntry]:
-        """What the send handlers stored for a queue, in offset order."""
+    def set_route(self, topic: str, route: TopicRouteData) -> None:
+        """Answer GET_ROUTEINFO_BY_TOPIC for ``topic`` with ``route`` (e.g. several brokers)."""
+        self._store.routes[topic] = route
+
+    def messages(self, topic: str, queue_id: int) -> list[MessageExt]:
+        """What the queue holds, in offset order (bodies as sent: compressed ones stay so)."""
         return list(self._store.queues.get((topic, queue_id), ()))
 
-    def put_messages(self, topic: str, queue_id: int, bodies: Iterable[bytes]) -> None:
-        """Store messages directly (as if sent), e.g. to prepare a pull test."""
-        for body in bodies:
-            self._store.append(topic, queue_id, body=body, properties={}, flag=0, sys_flag=0, born_ms=0)
+    def put_messages(self, queue_id: int, messages: Iterable[Message]) -> list[MessageExt]:
+        """Store messages in a queue of their topic directly, as if sent (e.g. before a pull test).
+
+        Returns:
+            The stored forms, with queue offsets and commit-log offsets.
+        """
+        return [self._store.append(message, queue_id) for message in messages]
+
+    @property
+    def consumer_offsets(self) -> dict[tuple[str, str, int], int]:
+        """Committed offsets by (group, topic, queue id); tests may read and change it."""
+        return self._store.consumer_offsets
 
 
 def _response(request: RemotingCommand, code: int, remark: str | None) -> RemotingCommand | None:

@@ -1,29 +1,330 @@
-"""Placeholder (filled in below)."""
+"""The in-memory state behind :class:`~rocketmq_py.testing.FakeBroker`'s default handlers.
+
+One FakeBroker plays NameServer and broker at once: the routes it hands out point at itself.
+The default handlers answer like a real 5.x broker, minus persistence, replication and filters
+beyond tags::
+
+    GET_ROUTEINFO_BY_TOPIC  (105)  TopicRouteData of add_topic()/set_route() topics (standard
+                                   JSON); an unknown topic is TOPIC_NOT_EXIST
+    SEND_MESSAGE (10),             append to (topic, queue) at the next queue offset, and answer a
+    SEND_MESSAGE_V2 (310)          SendMessageResponseHeader: offset msgId (store host + commit-log
+                                   offset), queueId, queueOffset, MSG_REGION, TRACE_ON
+    PULL_MESSAGE (11)              FOUND with stored-message records; PULL_NOT_FOUND at the end of
+                                   the queue (held up to suspendTimeoutMillis when the SUSPEND flag
+                                   is set, like long polling); PULL_OFFSET_MOVED outside [min, max];
+                                   PULL_RETRY_IMMEDIATELY when the tag filter matched nothing
+    QUERY_CONSUMER_OFFSET (14),    a committed-offset table per (group, topic, queue)
+    UPDATE_CONSUMER_OFFSET (15)
+    GET_MAX_OFFSET (30),           the queue's bounds (min is always 0: nothing is ever deleted)
+    GET_MIN_OFFSET (31)
+    HEART_BEAT (34)                SUCCESS
+
+Malformed request headers are answered SYSTEM_ERROR, as the broker does.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+import time
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Final, TypeVar
+
+import trio
+
+from rocketmq_py.errors import MalformedHeader, broker_error_for
+from rocketmq_py.protocol._bodies import BrokerData, QueueData, TopicRouteData, encode_body
+from rocketmq_py.protocol._codes import RequestCode, ResponseCode
+from rocketmq_py.protocol._command import RemotingCommand
+from rocketmq_py.protocol._headers import (
+    CustomHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    GetRouteInfoRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+    from_ext_fields,
+    send_header_from_v2,
+    to_ext_fields,
+)
+from rocketmq_py.protocol._message import Message, MessageExt
+from rocketmq_py.protocol._properties import decode_properties
+from rocketmq_py.protocol._stored import encode_stored_message
 
 if TYPE_CHECKING:
     from rocketmq_py.testing._fake_broker import BrokerHandler, FakeBroker
 
+__all__ = ["FakeStore"]
+
+#: PullSysFlag bit: the broker may hold the request until a message arrives (long polling).
+PULL_FLAG_SUSPEND: Final = 0x2
+#: Read and write permission (PermName.PERM_READ | PERM_WRITE), the broker's default.
+DEFAULT_PERM: Final = 6
+#: The born host the fake records: the handler does not see the client's address.
+_BORN_HOST: Final = "127.0.0.1:0"
+
+_H = TypeVar("_H", bound=CustomHeader)
+
 
 @dataclass(frozen=True, slots=True)
-class StoredEntry:
-    topic: str
+class _Topic:
+    queues: int
+    perm: int
+
+
+def _parse(cls: type[_H], request: RemotingCommand) -> _H:
+    try:
+        return from_ext_fields(cls, request.ext_fields)
+    except MalformedHeader as exc:
+        raise broker_error_for(ResponseCode.SYSTEM_ERROR, str(exc)) from exc
+
+
+def _answer(
+    request: RemotingCommand,
+    code: int = ResponseCode.SUCCESS,
+    header: CustomHeader | None = None,
+    body: bytes = b"",
+    remark: str | None = None,
+) -> RemotingCommand | None:
+    if request.is_oneway:
+        return None
+    ext = to_ext_fields(header) if header is not None else None
+    return RemotingCommand.response(request, code, remark, ext, body)
 
 
 class FakeStore:
-    def __init__(self, broker: FakeBroker) -> None:
-        self.queues: dict[tuple[str, int], list[StoredEntry]] = {}
+    """Topics, queues of stored messages and committed offsets of one FakeBroker."""
+
+    def __init__(self, broker: FakeBroker, *, auto_create_topics: bool = False) -> None:
+        self._broker = broker
+        self.auto_create_topics = auto_create_topics
+        self.topics: dict[str, _Topic] = {}
+        self.routes: dict[str, TopicRouteData] = {}
+        self.queues: dict[tuple[str, int], list[MessageExt]] = {}
+        self.consumer_offsets: dict[tuple[str, str, int], int] = {}
+        self._records: dict[tuple[str, int], list[bytes]] = {}
+        self._arrivals: dict[tuple[str, int], trio.Event] = {}
+        self._commit_log_offset = 0
 
     def install(self, handlers: MutableMapping[int, BrokerHandler]) -> None:
-        pass
+        """Register the default handlers (codes listed in the module docstring)."""
+        handlers[RequestCode.GET_ROUTEINFO_BY_TOPIC] = self.get_route
+        handlers[RequestCode.SEND_MESSAGE] = self.send_message
+        handlers[RequestCode.SEND_MESSAGE_V2] = self.send_message
+        handlers[RequestCode.PULL_MESSAGE] = self.pull_message
+        handlers[RequestCode.QUERY_CONSUMER_OFFSET] = self.query_consumer_offset
+        handlers[RequestCode.UPDATE_CONSUMER_OFFSET] = self.update_consumer_offset
+        handlers[RequestCode.GET_MAX_OFFSET] = self.get_max_offset
+        handlers[RequestCode.GET_MIN_OFFSET] = self.get_min_offset
+        handlers[RequestCode.HEART_BEAT] = self.heartbeat
+
+    # --- state -----------------------------------------------------------------------------------
 
     def add_topic(self, topic: str, *, queues: int, perm: int) -> None:
-        pass
+        self.topics[topic] = _Topic(queues, perm)
 
-    def append(self, topic: str, queue_id: int, **kw: Any) -> None:
-        pass
+    def route(self, topic: str) -> TopicRouteData | None:
+        explicit = self.routes.get(topic)
+        if explicit is not None:
+            return explicit
+        config = self.topics.get(topic)
+        if config is None:
+            return None
+        broker = self._broker
+        return TopicRouteData(
+            queue_datas=(
+                QueueData(
+                    broker_name=broker.broker_name,
+                    read_queue_nums=config.queues,
+                    write_queue_nums=config.queues,
+                    perm=config.perm,
+                ),
+            ),
+            broker_datas=(
+                BrokerData(
+                    cluster=broker.cluster_name,
+                    broker_name=broker.broker_name,
+                    broker_addrs={0: broker.address},
+                ),
+            ),
+        )
+
+    def append(
+        self, message: Message, queue_id: int, *, born_timestamp: int = 0, sys_flag: int = 0
+    ) -> MessageExt:
+        """Store ``message`` at the end of its queue and wake long-polling pulls."""
+        key = (message.topic, queue_id)
+        queue = self.queues.setdefault(key, [])
+        stored = MessageExt(
+            message.topic,
+            message.body,
+            flag=message.flag,
+            properties=message.properties,
+            queue_id=queue_id,
+            queue_offset=len(queue),
+            commit_log_offset=self._commit_log_offset,
+            sys_flag=sys_flag,
+            born_timestamp=born_timestamp,
+            born_host=_BORN_HOST,
+            store_timestamp=int(time.time() * 1000),
+            store_host=self._broker.address,
+        )
+        # The body is stored as sent (already compressed when the COMPRESSED flag says so).
+        record = encode_stored_message(stored, compress=False)
+        self._commit_log_offset += len(record)
+        queue.append(stored)
+        self._records.setdefault(key, []).append(record)
+        arrival = self._arrivals.pop(key, None)
+        if arrival is not None:
+            arrival.set()
+        return stored
+
+    def _check_queue(self, topic: str, queue_id: int, *, default_queues: int | None = None) -> _Topic:
+        config = self.topics.get(topic)
+        if config is None:
+            if default_queues is None or not self.auto_create_topics:
+                raise broker_error_for(
+                    ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
+                )
+            config = self.topics[topic] = _Topic(default_queues, DEFAULT_PERM)
+        if not 0 <= queue_id < config.queues:
+            raise broker_error_for(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] queues:[{config.queues}]",
+            )
+        return config
+
+    # --- handlers ----------------------------------------------------------------------------------
+
+    async def get_route(self, request: RemotingCommand) -> RemotingCommand | None:
+        header = _parse(GetRouteInfoRequestHeader, request)
+        route = self.route(header.topic)
+        if route is None:
+            raise broker_error_for(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"No topic route info in name server for the topic: {header.topic}",
+            )
+        return _answer(request, body=encode_body(route))
+
+    async def send_message(self, request: RemotingCommand) -> RemotingCommand | None:
+        if request.code == RequestCode.SEND_MESSAGE_V2:
+            header = send_header_from_v2(_parse(SendMessageRequestHeaderV2, request))
+        else:
+            header = _parse(SendMessageRequestHeader, request)
+        queue_id = header.queue_id
+        if queue_id < 0:  # "any queue": the broker picks one; the fake is deterministic
+            config = self._check_queue(header.topic, 0, default_queues=header.default_topic_queue_nums)
+            queue_id = sum(len(self.queues.get((header.topic, q), ())) for q in range(config.queues))
+            queue_id %= config.queues
+        self._check_queue(header.topic, queue_id, default_queues=header.default_topic_queue_nums)
+        message = Message(
+            header.topic,
+            request.body,
+            flag=header.flag,
+            properties=decode_properties(header.properties or ""),
+        )
+        stored = self.append(
+            message, queue_id, born_timestamp=header.born_timestamp, sys_flag=header.sys_flag
+        )
+        response = SendMessageResponseHeader(
+            msg_id=stored.offset_msg_id,
+            queue_id=queue_id,
+            queue_offset=stored.queue_offset,
+            extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"},
+        )
+        return _answer(request, header=response)
+
+    async def pull_message(self, request: RemotingCommand) -> RemotingCommand | None:
+        header = _parse(PullMessageRequestHeader, request)
+        self._check_queue(header.topic, header.queue_id)
+        response = self._pull_once(request, header)
+        if (
+            response is not None
+            and response.code == ResponseCode.PULL_NOT_FOUND
+            and header.sys_flag & PULL_FLAG_SUSPEND
+            and header.suspend_timeout_millis > 0
+        ):
+            key = (header.topic, header.queue_id)
+            with trio.move_on_after(header.suspend_timeout_millis / 1000):
+                while response.code == ResponseCode.PULL_NOT_FOUND:
+                    arrival = self._arrivals.setdefault(key, trio.Event())
+                    await arrival.wait()
+                    response = self._pull_once(request, header)
+                    assert response is not None
+        return response
+
+    def _pull_once(
+        self, request: RemotingCommand, header: PullMessageRequestHeader
+    ) -> RemotingCommand | None:
+        key = (header.topic, header.queue_id)
+        queue = self.queues.get(key, [])
+        records = self._records.get(key, [])
+        max_offset = len(queue)
+        offset = header.queue_offset
+
+        def reply(code: int, next_offset: int, body: bytes = b"") -> RemotingCommand | None:
+            bounds = PullMessageResponseHeader(
+                suggest_which_broker_id=0, next_begin_offset=next_offset, min_offset=0, max_offset=max_offset
+            )
+            return _answer(request, code, bounds, body)
+
+        if offset < 0:
+            return reply(ResponseCode.PULL_OFFSET_MOVED, 0)
+        if offset == max_offset:
+            return reply(ResponseCode.PULL_NOT_FOUND, offset)
+        if offset > max_offset:
+            return reply(ResponseCode.PULL_OFFSET_MOVED, max_offset)
+        matches = _tag_filter(header.subscription, header.expression_type)
+        found: list[bytes] = []
+        position = offset
+        while position < max_offset and len(found) < header.max_msg_nums:
+            if matches(queue[position]):
+                found.append(records[position])
+            position += 1
+        if not found:
+            return reply(ResponseCode.PULL_RETRY_IMMEDIATELY, position)
+        return reply(ResponseCode.SUCCESS, position, b"".join(found))
+
+    async def query_consumer_offset(self, request: RemotingCommand) -> RemotingCommand | None:
+        header = _parse(QueryConsumerOffsetRequestHeader, request)
+        committed = self.consumer_offsets.get((header.consumer_group, header.topic, header.queue_id))
+        if committed is None:
+            # As the broker: 0 for a queue that never held a message, unless told not to.
+            if header.set_zero_if_not_found is False or self.queues.get((header.topic, header.queue_id)):
+                raise broker_error_for(
+                    ResponseCode.QUERY_NOT_FOUND, "Not found, maybe this group consumer boot first"
+                )
+            committed = 0
+        return _answer(request, header=QueryConsumerOffsetResponseHeader(offset=committed))
+
+    async def update_consumer_offset(self, request: RemotingCommand) -> RemotingCommand | None:
+        header = _parse(UpdateConsumerOffsetRequestHeader, request)
+        self.consumer_offsets[(header.consumer_group, header.topic, header.queue_id)] = header.commit_offset
+        return _answer(request)
+
+    async def get_max_offset(self, request: RemotingCommand) -> RemotingCommand | None:
+        header = _parse(GetMaxOffsetRequestHeader, request)
+        offset = len(self.queues.get((header.topic, header.queue_id), ()))
+        return _answer(request, header=GetMaxOffsetResponseHeader(offset=offset))
+
+    async def get_min_offset(self, request: RemotingCommand) -> RemotingCommand | None:
+        _parse(GetMinOffsetRequestHeader, request)
+        return _answer(request, header=GetMinOffsetResponseHeader(offset=0))
+
+    async def heartbeat(self, request: RemotingCommand) -> RemotingCommand | None:
+        return _answer(request)
+
+
+def _tag_filter(subscription: str | None, expression_type: str | None) -> Callable[[MessageExt], bool]:
+    """The broker's tag filter: ``*`` (or nothing) matches all, else ``"a || b"`` matches those tags."""
+    if expression_type not in (None, "TAG") or subscription is None or subscription.strip() in ("", "*"):
+        return lambda message: True
+    wanted = {tag.strip() for tag in subscription.split("||") if tag.strip()}
+    return lambda message: message.tags in wanted

@@ -1,0 +1,30 @@
+"""The trio transport: connections, the connection pool, and RPC hooks (ACL signing).
+
+Private to rocketmq-py: ``_client`` is its only user. Everything here moves bytes; what a
+command means is the business of :mod:`rocketmq_py.protocol` and the layers above.
+"""
+
+from rocketmq_py._transport._connection import Connection, ConnectionStatistics, RequestHandler
+from rocketmq_py._transport._hooks import AclRPCHook, RPCHook, acl_signature
+from rocketmq_py._transport._open import (
+    DEFAULT_CONNECT_TIMEOUT,
+    open_connection,
+    parse_address,
+    start_connection,
+)
+from rocketmq_py._transport._pool import ConnectionPool, PoolStatistics
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "AclRPCHook",
+    "Connection",
+    "ConnectionPool",
+    "ConnectionStatistics",
+    "PoolStatistics",
+    "RPCHook",
+    "RequestHandler",
+    "acl_signature",
+    "open_connection",
+    "parse_address",
+    "start_connection",
+]

@@ -1,0 +1,442 @@
+"""One remoting connection over trio: the I/O shell around the sans-IO codec.
+
+Tasks and ownership::
+
+    owner nursery (ConnectionPool, open_connection, or the caller's)
+    └── Connection.serve              one per connection; owns the stream
+        ├── reader loop               receive_some(256 KiB) -> FrameBuffer -> route each frame
+        └── handler nursery           one task per request the broker sends us
+
+- **Our requests.** :meth:`Connection.request` gives the command a fresh ``opaque``, registers a
+  one-shot slot under it, writes the frame and waits for the slot under ``trio.fail_after``. The
+  reader fills the slot when a response with that ``opaque`` arrives; a response nobody waits for
+  (its caller timed out) is dropped.
+- **Writes** are serialised by a lock and coalesced: frames queued while another task is writing
+  go out together in that task's next ``send_all``.
+- **Broker -> client requests** go to the ``handlers`` registry, each in its own task so that a
+  slow handler never stalls the reader. Oneway requests get no answer; others get the handler's
+  response, ``REQUEST_CODE_NOT_SUPPORTED`` for a code with no handler, or ``SYSTEM_ERROR`` when the
+  handler raises.
+- **Failure.** When the stream ends, breaks, or carries bytes the codec rejects, every waiting call
+  fails at once with :class:`ConnectionFailed` (the codec's :class:`ProtocolError` or the OS error
+  as ``__cause__``), and every later call fails the same way immediately (with :class:`StateError`
+  instead once the client closed the connection itself). trio and OS exceptions become ours in
+  one place, :func:`~rocketmq_py._transport._io.translate_io_errors`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, NoReturn
+
+import trio
+
+from rocketmq_py._transport._hooks import RPCHook
+from rocketmq_py._transport._io import translate_io_errors
+from rocketmq_py.errors import ClientError, ConnectionFailed, ProtocolError, RequestTimeout, StateError
+from rocketmq_py.protocol._codes import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    RequestCode,
+    ResponseCode,
+    SerializeType,
+)
+from rocketmq_py.protocol._command import RemotingCommand
+from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE, FrameBuffer
+
+__all__ = ["Connection", "ConnectionStatistics", "RequestHandler"]
+
+logger = logging.getLogger("rocketmq_py.transport")
+
+#: Bytes asked of the stream per read: large, so a pull reply of many messages takes few reads.
+RECEIVE_CHUNK: Final = 256 * 1024
+# Opaques are non-negative int32 values, wrapping back to 0.
+_OPAQUE_MASK: Final = 0x7FFFFFFF
+
+#: Answers one request the broker sends us: the response, or ``None`` (right for oneway requests;
+#: a request that needs an answer then gets ``SYSTEM_ERROR``).
+RequestHandler = Callable[[RemotingCommand], Awaitable[RemotingCommand | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionStatistics:
+    """A snapshot of one connection's state (:meth:`Connection.statistics`).
+
+    Attributes:
+        address: the peer, ``"host:port"``.
+        pending_requests: our requests waiting for a response.
+        running_handlers: broker -> client requests being handled.
+        frames_sent: frames written so far (requests, oneways and our responses).
+        frames_received: frames read so far.
+        closed: whether the connection is closed (every call fails with ConnectionFailed).
+    """
+
+    address: str
+    pending_requests: int
+    running_handlers: int
+    frames_sent: int
+    frames_received: int
+    closed: bool
+
+
+class _Slot:
+    """Where the reader leaves the response to one request (or the failure of the connection)."""
+
+    __slots__ = ("done", "response")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        # Stays None when the connection fails before the response arrives.
+        self.response: RemotingCommand | None = None
+
+
+def _code_name(code: int) -> str:
+    try:
+        return f"{RequestCode(code).name}({code})"
+    except ValueError:
+        return str(code)
+
+
+class Connection:
+    """One remoting connection over a byte stream.
+
+    Usually made by :func:`~rocketmq_py._transport._open.open_connection` or
+    :func:`~rocketmq_py._transport._open.start_connection`; over any other
+    ``trio.abc.Stream`` (a memory stream in tests), build it and run :meth:`serve` in a nursery.
+    Safe to use from many tasks at once: requests are matched to responses by ``opaque``.
+
+    Args:
+        stream: the connected stream; the connection owns and closes it.
+        address: the peer's ``"host:port"``, used in errors and logs.
+        hooks: RPC hooks applied to every request and oneway, in order.
+        serialize_type: header encoding of everything we send (responses can come in either).
+        handlers: request code -> handler for requests the peer sends us; looked up per request,
+            so a mapping filled later works. A handler returns the response (its opaque and
+            RESPONSE flag are set for it) or ``None``, which answers ``SYSTEM_ERROR``.
+        max_frame_size: largest frame accepted from the peer.
+    """
+
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        address: str,
+        *,
+        hooks: Sequence[RPCHook] = (),
+        serialize_type: SerializeType = SerializeType.JSON,
+        handlers: Mapping[int, RequestHandler] | None = None,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    ) -> None:
+        self._stream = stream
+        self._address = address
+        self._hooks = tuple(hooks)
+        self._serialize_type = serialize_type
+        self._handlers: Mapping[int, RequestHandler] = handlers if handlers is not None else {}
+        self._max_frame_size = max_frame_size
+        self._next_opaque = 0
+        self._pending: dict[int, _Slot] = {}
+        self._write_lock = trio.Lock()
+        self._outbox: list[bytes] = []
+        self._serve_scope = trio.CancelScope()
+        self._handler_nursery: trio.Nursery | None = None
+        self._closed_reason: str | None = None
+        self._closed_cause: BaseException | None = None
+        self._closed_by_client = False
+        self._running_handlers = 0
+        self._frames_sent = 0
+        self._frames_received = 0
+
+    def __repr__(self) -> str:
+        state = "closed" if self.is_closed else "open"
+        return f"<Connection {self._address} {state}, {len(self._pending)} pending>"
+
+    @property
+    def address(self) -> str:
+        """The peer, ``"host:port"``."""
+        return self._address
+
+    @property
+    def is_closed(self) -> bool:
+        """True once the connection dropped or was closed; calls then fail at once."""
+        return self._closed_reason is not None
+
+    def statistics(self) -> ConnectionStatistics:
+        """Return a snapshot of the connection's counters."""
+        return ConnectionStatistics(
+            address=self._address,
+            pending_requests=len(self._pending),
+            running_handlers=self._running_handlers,
+            frames_sent=self._frames_sent,
+            frames_received=self._frames_received,
+            closed=self.is_closed,
+        )
+
+    # --- calls ------------------------------------------------------------------------------------
+
+    # The timeout is part of the RPC contract (Java's timeoutMillis): it becomes RequestTimeout
+    # naming the call, which a caller's own fail_after could not do.
+    async def request(self, command: RemotingCommand, *, timeout: float) -> RemotingCommand:  # noqa: ASYNC109
+        """Send a request and wait for its response.
+
+        The command's ``opaque`` is replaced by a fresh one; hooks run before sending.
+
+        Args:
+            command: the request (not oneway).
+            timeout: seconds to wait for the response, counting the write (``math.inf`` for none).
+
+        Returns:
+            The response, whatever its code (the caller decides what a non-success code means).
+
+        Raises:
+            RequestTimeout: no response within ``timeout``; a late response is dropped.
+            ConnectionFailed: the connection dropped (before or during the call), or was closed
+                while the call was pending.
+            StateError: the connection had been closed with :meth:`aclose`.
+            ClientError: ``command`` has the ONEWAY flag (use :meth:`oneway`).
+        """
+        if command.is_oneway:
+            raise ClientError("a oneway command gets no response: send it with oneway()")
+        command = self._prepare(command)
+        opaque = command.opaque
+        slot = _Slot()
+        self._pending[opaque] = slot
+        try:
+            with trio.fail_after(timeout):
+                await self._write(command.encode())
+                await slot.done.wait()
+        except trio.TooSlowError:
+            raise RequestTimeout(
+                f"no response to {_code_name(command.code)} (opaque {opaque}) from {self._address}"
+                f" within {timeout:g} s"
+            ) from None
+        finally:
+            self._pending.pop(opaque, None)
+        response = slot.response
+        if response is None:  # the reader failed the slot: the connection is gone
+            self._raise_closed()
+        for hook in self._hooks:
+            hook.after_response(command, response)
+        return response
+
+    async def oneway(self, command: RemotingCommand) -> None:
+        """Send a oneway request (no response is expected); return once it is written.
+
+        Raises:
+            ConnectionFailed: the connection dropped, before or while writing.
+            StateError: the connection had been closed with :meth:`aclose`.
+        """
+        await self.send_many((command,))
+
+    async def send_many(self, commands: Iterable[RemotingCommand]) -> None:
+        """Send several oneway requests in a single write.
+
+        Each command gets a fresh ``opaque`` and the ONEWAY flag; hooks run on each.
+
+        Raises:
+            ConnectionFailed: the connection dropped, before or while writing.
+            StateError: the connection had been closed with :meth:`aclose`.
+        """
+        frames = [self._prepare(command, oneway=True).encode() for command in commands]
+        if frames:
+            await self._write(frames[0] if len(frames) == 1 else b"".join(frames), len(frames))
+
+    async def aclose(self) -> None:
+        """Close the connection: pending calls fail with ConnectionFailed, later ones with StateError.
+
+        Idempotent. The reader task ends on its own right after; its owner nursery waits for it.
+        """
+        if self._closed_reason is None:
+            self._closed_by_client = True
+        self._close(f"connection to {self._address} was closed by the client", None)
+        await trio.aclose_forcefully(self._stream)
+
+    # --- internals: writing --------------------------------------------------------------------
+
+    def _prepare(self, command: RemotingCommand, *, oneway: bool = False) -> RemotingCommand:
+        if self._closed_reason is not None:
+            self._raise_closed(new_call=True)
+        opaque = self._next_opaque
+        self._next_opaque = (opaque + 1) & _OPAQUE_MASK
+        if command.serialize_type == self._serialize_type and (command.is_oneway or not oneway):
+            command = command.with_opaque(opaque)
+        else:
+            flag = command.flag | FLAG_ONEWAY if oneway else command.flag
+            command = dataclasses.replace(
+                command, opaque=opaque, flag=flag, serialize_type=self._serialize_type
+            )
+        for hook in self._hooks:
+            command = hook.before_request(command)
+        return command
+
+    async def _write(self, data: bytes, frames: int = 1) -> None:
+        """Write ``data`` (whole frames), coalesced with frames other tasks queued meanwhile.
+
+        Returns once ``data`` is on the stream, written by this task or by one that held the
+        lock before it.
+        """
+        if self._closed_reason is not None:
+            self._raise_closed()
+        self._outbox.append(data)
+        try:
+            async with self._write_lock:
+                if self._closed_reason is not None:
+                    self._raise_closed()
+                # An empty outbox means the previous holder wrote our bytes with its own.
+                if self._outbox:
+                    chunk = self._outbox[0] if len(self._outbox) == 1 else b"".join(self._outbox)
+                    self._outbox.clear()
+                    await self._send_all(chunk)
+        except BaseException:
+            # Cancelled (or failed) before our bytes were taken: take them back.
+            for index, queued in enumerate(self._outbox):
+                if queued is data:
+                    del self._outbox[index]
+                    break
+            raise
+        self._frames_sent += frames
+
+    async def _send_all(self, chunk: bytes) -> None:
+        # After this check nothing yields before send_all starts, so a Cancelled out of send_all
+        # means part of the chunk may be on the wire: the stream can no longer be trusted.
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            with translate_io_errors(f"writing to {self._address} failed"):
+                await self._stream.send_all(chunk)
+        except ConnectionFailed as exc:
+            self._close(str(exc), exc.__cause__)
+            raise
+        except trio.Cancelled:
+            self._close(f"a write to {self._address} was cancelled part way; the stream is unusable", None)
+            raise
+
+    async def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
+        if response.opaque != request.opaque or not response.is_response:
+            response = dataclasses.replace(
+                response, opaque=request.opaque, flag=response.flag | FLAG_RESPONSE
+            )
+        if response.serialize_type != self._serialize_type:
+            response = dataclasses.replace(response, serialize_type=self._serialize_type)
+        try:
+            await self._write(response.encode())
+        except ConnectionFailed:
+            logger.debug("could not answer %s from %s: connection closed", _code_name(request.code), self)
+
+    # --- internals: failure --------------------------------------------------------------------
+
+    def _close(self, reason: str, cause: BaseException | None) -> None:
+        """Mark the connection closed (first reason wins), fail every pending call, stop the reader."""
+        if self._closed_reason is not None:
+            return
+        self._closed_reason = reason
+        self._closed_cause = cause
+        pending = list(self._pending.values())
+        self._pending.clear()
+        self._outbox.clear()
+        for slot in pending:
+            slot.done.set()  # with no response: the waiter raises ConnectionFailed
+        self._serve_scope.cancel()
+        if pending:
+            logger.debug("%s: %s; failing %d pending calls", self, reason, len(pending))
+
+    def _raise_closed(self, *, new_call: bool = False) -> NoReturn:
+        # Calls in flight when the connection went away failed with it: ConnectionFailed. A new
+        # call on a connection that dropped fails the same way (the caller may retry elsewhere);
+        # a new call on one the client closed itself is a misuse: StateError.
+        if new_call and self._closed_by_client:
+            raise StateError(f"connection to {self._address} was closed by the client")
+        # A fresh exception per caller: tasks must not share (and re-raise) one instance.
+        error = ConnectionFailed(self._closed_reason or f"connection to {self._address} is closed")
+        raise error from self._closed_cause
+
+    # --- internals: reading --------------------------------------------------------------------
+
+    async def serve(self, *, task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the reader and the handler tasks until the connection ends.
+
+        Start it with ``await nursery.start(connection.serve)`` (which returns the connection);
+        ``start_connection`` does this for a TCP connection. It returns when the connection
+        closes and never raises for I/O or protocol failures: those fail the calls instead.
+        The connection owns ``stream`` and closes it on the way out.
+        """
+        try:
+            with self._serve_scope:
+                async with trio.open_nursery() as handler_nursery:
+                    self._handler_nursery = handler_nursery
+                    task_status.started(self)
+                    try:
+                        await self._read_loop()
+                    except ConnectionFailed as exc:
+                        self._close(str(exc), exc.__cause__)
+                    except ProtocolError as exc:
+                        self._close(f"{self._address} sent bytes we cannot decode: {exc}", exc)
+                    finally:
+                        # In-flight handlers can no longer answer.
+                        handler_nursery.cancel_scope.cancel()
+        finally:
+            self._close(f"connection to {self._address} is closed", None)
+            await trio.aclose_forcefully(self._stream)
+
+    async def _read_loop(self) -> None:
+        frames = FrameBuffer(max_frame_size=self._max_frame_size)
+        stream = self._stream
+        while True:
+            with translate_io_errors(f"reading from {self._address} failed"):
+                data = await stream.receive_some(RECEIVE_CHUNK)
+            if not data:
+                frames.eof()  # raises if the peer stopped mid-frame
+                raise ConnectionFailed(f"connection to {self._address} was closed by the peer")
+            for command in frames.feed(data):
+                self._frames_received += 1
+                if command.is_response:
+                    self._route_response(command)
+                else:
+                    self._route_request(command)
+
+    def _route_response(self, response: RemotingCommand) -> None:
+        slot = self._pending.pop(response.opaque, None)
+        if slot is None:
+            logger.debug("%s: dropping a response nobody waits for (opaque %d)", self, response.opaque)
+            return
+        slot.response = response
+        slot.done.set()
+
+    def _route_request(self, request: RemotingCommand) -> None:
+        assert self._handler_nursery is not None
+        handler = self._handlers.get(request.code)
+        if handler is not None:
+            self._handler_nursery.start_soon(self._run_handler, handler, request)
+        elif request.is_oneway:
+            logger.warning("%s: ignoring oneway request with unsupported code %d", self, request.code)
+        else:
+            response = RemotingCommand.response(
+                request,
+                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                remark=f"request code {request.code} is not supported by this client",
+            )
+            self._handler_nursery.start_soon(self._reply, request, response)
+
+    async def _run_handler(self, handler: RequestHandler, request: RemotingCommand) -> None:
+        self._running_handlers += 1
+        try:
+            try:
+                response = await handler(request)
+            except Exception as exc:
+                logger.exception("%s: handler for %s failed", self, _code_name(request.code))
+                if request.is_oneway:
+                    return
+                response = RemotingCommand.response(
+                    request, ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}"
+                )
+            if request.is_oneway:
+                return
+            if response is None:
+                response = RemotingCommand.response(
+                    request,
+                    ResponseCode.SYSTEM_ERROR,
+                    remark=f"the client's handler for code {request.code} gave no response",
+                )
+            await self._reply(request, response)
+        finally:
+            self._running_handlers -= 1

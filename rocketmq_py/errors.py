@@ -19,9 +19,15 @@ Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
     ├── BrokerError                   the broker or NameServer answered with a non-success code
     │   └── one subclass per response code (registry: :func:`broker_error_for`)
     ├── ClientError                   the caller asked for something invalid (no I/O happened)
-    │   └── InvalidMessage            topic name, empty/oversized body, reserved property
+    │   ├── InvalidMessage            topic name, empty/oversized body, reserved property
+    │   │   ├── InvalidTopic          empty, too long, illegal characters, or a system topic
+    │   │   ├── EmptyBody             a message with no body
+    │   │   ├── MessageTooLarge       a body above the producer's maximum message size
+    │   │   └── ReservedProperty      a property only the client or broker may set
+    │   └── InvalidGroup              a producer/consumer group name that the broker rejects
     ├── StateError                    the object is in the wrong state (closed, not started)
-    └── ClusterError                  the local test cluster (rocketmq_py.testing) failed
+    ├── ClusterError                  the local test cluster (rocketmq_py.testing) failed
+    └── RouteNotFound                 no route (or no writable queue) for a topic
 
 ``BrokerError`` subclasses carry ``code`` and ``remark`` and two class attributes that the
 services consult instead of matching on codes: ``retriable`` (a producer may retry, on another
@@ -30,6 +36,7 @@ broker) and ``refresh_route`` (the route cache is probably stale).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, TypeVar
 
 __all__ = [
@@ -38,17 +45,23 @@ __all__ = [
     "ClusterError",
     "CompressionUnavailable",
     "ConnectionFailed",
+    "EmptyBody",
     "FrameTooLarge",
+    "InvalidGroup",
     "InvalidMessage",
+    "InvalidTopic",
     "LocalProtocolError",
     "MalformedBody",
     "MalformedFrame",
     "MalformedHeader",
     "MalformedMessage",
+    "MessageTooLarge",
     "ProtocolError",
     "RemoteProtocolError",
     "RequestTimeout",
+    "ReservedProperty",
     "RocketMQError",
+    "RouteNotFound",
     "StateError",
     "TransportError",
     "UnknownSerializeType",
@@ -483,9 +496,88 @@ class InvalidMessage(ClientError):
     """A message that fails validation: topic name, empty or oversized body, reserved property."""
 
 
+class InvalidTopic(InvalidMessage):
+    """A topic name that cannot be sent to: empty, too long, illegal characters, or a system topic.
+
+    Attributes:
+        topic: the rejected name.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, topic: str, reason: str) -> None:
+        self.topic = topic
+        self.reason = reason
+        super().__init__(f"invalid topic {topic!r}: {reason}")
+
+
+class EmptyBody(InvalidMessage):
+    """A message whose body is empty (the broker stores no empty messages)."""
+
+
+class MessageTooLarge(InvalidMessage):
+    """A message body longer than the producer's maximum message size.
+
+    Attributes:
+        size: the body's length in bytes.
+        max_size: the limit it exceeds.
+    """
+
+    def __init__(self, size: int, max_size: int) -> None:
+        self.size = size
+        self.max_size = max_size
+        super().__init__(f"message body is {size} bytes, above the maximum of {max_size} bytes")
+
+
+class ReservedProperty(InvalidMessage):
+    """A message property that only the client or the broker may set.
+
+    Attributes:
+        key: the property key.
+    """
+
+    def __init__(self, key: str, reason: str | None = None) -> None:
+        self.key = key
+        super().__init__(reason or f"property {key!r} is reserved for the client and broker")
+
+
+class InvalidGroup(ClientError):
+    """A producer or consumer group name that is empty, too long or has illegal characters.
+
+    Attributes:
+        group: the rejected name.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, group: str, reason: str) -> None:
+        self.group = group
+        self.reason = reason
+        super().__init__(f"invalid group {group!r}: {reason}")
+
+
 class StateError(RocketMQError):
     """The object is in the wrong state for this call (closed, not started, already started)."""
 
 
 class ClusterError(RocketMQError):
     """The local test cluster could not be resolved, started or controlled."""
+
+
+# --- routes --------------------------------------------------------------------------------------
+
+
+class RouteNotFound(RocketMQError):
+    """The name servers know no route for a topic, or the route has no queue to use.
+
+    Attributes:
+        topic: the topic asked for.
+        namesrv_addrs: the name servers that were asked (empty when not known, e.g. from the
+            pure queue-selection code).
+    """
+
+    def __init__(self, topic: str, namesrv_addrs: Sequence[str] = (), detail: str | None = None) -> None:
+        self.topic = topic
+        self.namesrv_addrs = tuple(namesrv_addrs)
+        message = detail or f"no route info for topic {topic!r}"
+        if self.namesrv_addrs:
+            message += f" (name servers: {', '.join(self.namesrv_addrs)})"
+        super().__init__(message)

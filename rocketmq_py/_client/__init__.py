@@ -1,0 +1,1 @@
+"""The client instance: client id, route service, broker address table, heartbeat, typed calls."""

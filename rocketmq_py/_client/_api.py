@@ -1,0 +1,215 @@
+"""Typed calls to the NameServer and brokers: one async method per request code.
+
+This is the only place producer and consumer code reaches the wire: it builds the command from a
+typed header, sends it through the pool with the call's deadline, and turns the answer into a
+typed value, or a typed :class:`~rocketmq_py.errors.BrokerError` for a non-success code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from rocketmq_py._transport import ConnectionPool
+from rocketmq_py.errors import broker_error_for
+from rocketmq_py.protocol import (
+    ConsumerListBody,
+    CustomHeader,
+    EndTransactionRequestHeader,
+    GetConsumerListByGroupRequestHeader,
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader,
+    GetRouteInfoRequestHeader,
+    HeartbeatData,
+    HeartbeatRequestHeader,
+    MessageExt,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    SerializeType,
+    TopicRouteData,
+    UnregisterClientRequestHeader,
+    UpdateAndCreateTopicRequestHeader,
+    ViewMessageRequestHeader,
+    decode_body,
+    decode_messages,
+    encode_body,
+    from_ext_fields,
+    send_header_to_v2,
+    to_ext_fields,
+)
+
+__all__ = ["RemotingApi", "SendReply"]
+
+# Codes a send reply may carry and still mean "stored" (Java: SEND_OK and the three store warnings).
+_SEND_OK_CODES = frozenset(
+    {
+        ResponseCode.SUCCESS,
+        ResponseCode.FLUSH_DISK_TIMEOUT,
+        ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        ResponseCode.SLAVE_NOT_AVAILABLE,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SendReply:
+    """The broker's answer to a send: its code (one of the stored codes) and the typed header."""
+
+    code: int
+    header: SendMessageResponseHeader
+    region_id: str | None
+
+
+class RemotingApi:
+    """Typed request/response calls over a :class:`ConnectionPool`.
+
+    Args:
+        pool: the open pool.
+        timeout: default seconds per call (Java ``mqClientApiTimeout``).
+        serialize_type: header encoding of requests.
+    """
+
+    def __init__(
+        self, pool: ConnectionPool, *, timeout: float, serialize_type: SerializeType = SerializeType.JSON
+    ) -> None:
+        self.pool = pool
+        self.timeout = timeout
+        self.serialize_type = serialize_type
+
+    def command(
+        self, code: int, header: CustomHeader | None = None, body: bytes = b"", *, oneway: bool = False
+    ) -> RemotingCommand:
+        ext = to_ext_fields(header) if header is not None else None
+        return RemotingCommand.request(code, ext, body, oneway=oneway, serialize_type=self.serialize_type)
+
+    async def call(
+        self,
+        address: str,
+        code: int,
+        header: CustomHeader | None = None,
+        body: bytes = b"",
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - an RPC deadline, as the pool's
+        ok: Collection[int] = (ResponseCode.SUCCESS,),
+    ) -> RemotingCommand:
+        """Send one request and return the reply; a reply code outside ``ok`` raises its BrokerError."""
+        reply = await self.pool.request(
+            address, self.command(code, header, body), timeout=self.timeout if timeout is None else timeout
+        )
+        if reply.code not in ok:
+            raise broker_error_for(reply.code, reply.remark)
+        return reply
+
+    async def oneway(
+        self, address: str, code: int, header: CustomHeader | None = None, body: bytes = b""
+    ) -> None:
+        await self.pool.oneway(address, self.command(code, header, body, oneway=True))
+
+    # --- NameServer ----------------------------------------------------------------------------------
+
+    async def get_route_info(self, namesrv: str, topic: str) -> TopicRouteData:
+        """GET_ROUTEINFO_BY_TOPIC (standard JSON asked for). Raises TopicNotExist for unknown topics."""
+        header = GetRouteInfoRequestHeader(topic=topic, accept_standard_json_only=True)
+        reply = await self.call(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, header)
+        return decode_body(TopicRouteData, reply.body)
+
+    # --- broker: producer side ---------------------------------------------------------------------
+
+    def send_command(
+        self, header: SendMessageRequestHeader, body: bytes, *, batch: bool, oneway: bool = False
+    ) -> RemotingCommand:
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        ext = to_ext_fields(send_header_to_v2(header))
+        return RemotingCommand.request(code, ext, body, oneway=oneway, serialize_type=self.serialize_type)
+
+    async def send_message(
+        self,
+        address: str,
+        header: SendMessageRequestHeader,
+        body: bytes,
+        *,
+        batch: bool = False,
+        timeout: float,  # noqa: ASYNC109
+    ) -> SendReply:
+        """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE); raises the BrokerError of a failed send."""
+        reply = await self.pool.request(
+            address, self.send_command(header, body, batch=batch), timeout=timeout
+        )
+        if reply.code not in _SEND_OK_CODES:
+            raise broker_error_for(reply.code, reply.remark)
+        return SendReply(
+            code=reply.code,
+            header=from_ext_fields(SendMessageResponseHeader, reply.ext_fields),
+            region_id=reply.ext_fields.get("MSG_REGION"),
+        )
+
+    async def send_message_oneway(
+        self, address: str, header: SendMessageRequestHeader, body: bytes, *, batch: bool = False
+    ) -> None:
+        await self.pool.oneway(address, self.send_command(header, body, batch=batch, oneway=True))
+
+    async def end_transaction(
+        self, address: str, header: EndTransactionRequestHeader, remark: str | None
+    ) -> None:
+        """END_TRANSACTION, oneway like Java."""
+        cmd = RemotingCommand.request(
+            RequestCode.END_TRANSACTION,
+            to_ext_fields(header),
+            oneway=True,
+            remark=remark,
+            serialize_type=self.serialize_type,
+        )
+        await self.pool.oneway(address, cmd)
+
+    # --- broker: client registration -----------------------------------------------------------------
+
+    async def heartbeat(self, address: str, data: HeartbeatData) -> RemotingCommand:
+        return await self.call(address, RequestCode.HEART_BEAT, HeartbeatRequestHeader(), encode_body(data))
+
+    async def unregister_client(
+        self,
+        address: str,
+        client_id: str,
+        *,
+        producer_group: str | None = None,
+        consumer_group: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> None:
+        header = UnregisterClientRequestHeader(
+            client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
+        )
+        await self.call(address, RequestCode.UNREGISTER_CLIENT, header, timeout=timeout)
+
+    async def get_consumer_list(self, address: str, group: str, *, timeout: float | None = None) -> list[str]:  # noqa: ASYNC109
+        header = GetConsumerListByGroupRequestHeader(consumer_group=group)
+        reply = await self.call(address, RequestCode.GET_CONSUMER_LIST_BY_GROUP, header, timeout=timeout)
+        return list(decode_body(ConsumerListBody, reply.body).consumer_id_list)
+
+    # --- broker: queues and messages -----------------------------------------------------------------
+
+    async def get_max_offset(
+        self, address: str, topic: str, queue_id: int, broker_name: str | None = None
+    ) -> int:
+        header = GetMaxOffsetRequestHeader(topic=topic, queue_id=queue_id, broker_name=broker_name)
+        reply = await self.call(address, RequestCode.GET_MAX_OFFSET, header)
+        return from_ext_fields(GetMaxOffsetResponseHeader, reply.ext_fields).offset
+
+    async def get_min_offset(
+        self, address: str, topic: str, queue_id: int, broker_name: str | None = None
+    ) -> int:
+        header = GetMinOffsetRequestHeader(topic=topic, queue_id=queue_id, broker_name=broker_name)
+        reply = await self.call(address, RequestCode.GET_MIN_OFFSET, header)
+        return from_ext_fields(GetMinOffsetResponseHeader, reply.ext_fields).offset
+
+    async def view_message(self, address: str, commit_log_offset: int) -> MessageExt:
+        header = ViewMessageRequestHeader(offset=commit_log_offset)
+        reply = await self.call(address, RequestCode.VIEW_MESSAGE_BY_ID, header)
+        return decode_messages(reply.body)[0]
+
+    async def create_topic(self, address: str, header: UpdateAndCreateTopicRequestHeader) -> None:
+        await self.call(address, RequestCode.UPDATE_AND_CREATE_TOPIC, header)

@@ -1,0 +1,117 @@
+"""Client settings shared by producers and consumers, with Java's defaults."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import socket
+import ssl
+import time
+from dataclasses import dataclass, field
+
+from rocketmq_py.errors import ClientError
+from rocketmq_py.protocol import SerializeType
+
+__all__ = [
+    "DEFAULT_HEARTBEAT_INTERVAL",
+    "DEFAULT_POLL_NAMESRV_INTERVAL",
+    "DEFAULT_REQUEST_TIMEOUT",
+    "ClientConfig",
+    "local_ip",
+    "parse_namesrv_addrs",
+    "unique_instance_name",
+]
+
+#: Java ``ClientConfig.mqClientApiTimeout``: NameServer and admin calls.
+DEFAULT_REQUEST_TIMEOUT = 3.0
+#: Java ``ClientConfig.pollNameServerInterval``: refresh routes of topics in use.
+DEFAULT_POLL_NAMESRV_INTERVAL = 30.0
+#: Java ``ClientConfig.heartbeatBrokerInterval``.
+DEFAULT_HEARTBEAT_INTERVAL = 30.0
+
+_instance_counter = itertools.count(1)
+
+
+def unique_instance_name() -> str:
+    """``<pid>#<n>#<ns>``: unique per process *and* per client (two clients never share one).
+
+    Java uses ``<pid>#<nanoTime>`` once per process; a per-client counter keeps two consumers of one
+    group in one process apart, so rebalancing sees two members.
+    """
+    return f"{os.getpid()}#{next(_instance_counter)}#{time.monotonic_ns()}"
+
+
+def parse_namesrv_addrs(value: str | list[str] | tuple[str, ...]) -> list[str]:
+    """``"host:port;host:port"`` (or a list) -> ``["host:port", ...]``.
+
+    Raises:
+        ClientError: empty, or an entry is not ``host:port``.
+    """
+    items = value.split(";") if isinstance(value, str) else list(value)
+    addrs = [a.strip() for a in items if a.strip()]
+    if not addrs:
+        raise ClientError("no NameServer address given (namesrv='host:port;host:port' or ROCKETMQ_NAMESRV)")
+    for addr in addrs:
+        host, sep, port = addr.rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ClientError(f"NameServer address {addr!r} is not host:port")
+    return addrs
+
+
+def local_ip(towards: str | None = None) -> str:
+    """The local IP address used to reach ``towards`` (``host:port``), for the client id.
+
+    No packet is sent: connecting a UDP socket only picks the route. Falls back to 127.0.0.1.
+    """
+    host, port = "8.8.8.8", 53
+    if towards:
+        h, _, p = towards.rpartition(":")
+        host, port = h.strip("[]"), int(p)
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect((host, port))
+            ip = s.getsockname()[0]
+            return str(ip)
+    except OSError:
+        return "127.0.0.1"
+
+
+@dataclass(slots=True, kw_only=True)
+class ClientConfig:
+    """Settings of one client (producer or consumer).
+
+    Args:
+        namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
+        instance_name: the part after ``@`` in the client id; default unique per client.
+        client_ip: the part before ``@``; default the local address towards the NameServer.
+        request_timeout: seconds for NameServer and admin calls.
+        poll_namesrv_interval: seconds between route refreshes of topics in use.
+        heartbeat_interval: seconds between heartbeats to every broker.
+        serialize_type: header encoding of our requests (JSON, like Java's default).
+        access_key, secret_key, security_token: ACL credentials (requests are signed when set).
+        ssl_context: TLS for every connection.
+    """
+
+    namesrv: str | None = None
+    instance_name: str | None = None
+    client_ip: str | None = None
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
+    poll_namesrv_interval: float = DEFAULT_POLL_NAMESRV_INTERVAL
+    heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL
+    serialize_type: SerializeType = SerializeType.JSON
+    access_key: str | None = None
+    secret_key: str | None = None
+    security_token: str | None = None
+    ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
+
+    def namesrv_addrs(self) -> list[str]:
+        return parse_namesrv_addrs(self.namesrv or os.environ.get("ROCKETMQ_NAMESRV", ""))
+
+    def resolve_client_id(self) -> str:
+        """``ip@instanceName``, fixing the defaults the first time."""
+        if self.instance_name is None:
+            self.instance_name = unique_instance_name()
+        if self.client_ip is None:
+            self.client_ip = local_ip(self.namesrv_addrs()[0])
+        return f"{self.client_ip}@{self.instance_name}"

@@ -1,0 +1,210 @@
+"""The client instance: one connection pool, route service and heartbeat for one client object.
+
+``async with ClientInstance(config) as instance`` opens a nursery that owns the pool's connections,
+the route refresh loop and the heartbeat loop. Leaving the block unregisters the client's groups
+from every broker it knows (bounded by the request timeout), cancels the loops and closes every
+connection. Producers and consumers register their groups, and handlers for the requests brokers
+send us (transaction checks, rebalance notifications, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Self
+
+import trio
+
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py._client._config import ClientConfig
+from rocketmq_py._client._route_service import RouteService
+from rocketmq_py._transport import AclRPCHook, ConnectionPool, RequestHandler, RPCHook
+from rocketmq_py._transport._nursery import open_service_nursery
+from rocketmq_py.errors import RocketMQError, StateError
+from rocketmq_py.protocol import ConsumerData, HeartbeatData, ProducerData, TopicRouteData
+
+__all__ = ["ClientInstance"]
+
+log = logging.getLogger("rocketmq_py.client")
+
+ConsumerDataProvider = Callable[[], ConsumerData]
+
+
+class ClientInstance:
+    """Everything one producer or consumer shares: id, pool, routes, heartbeats, broker handlers."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self.config = config
+        self.namesrv_addrs = config.namesrv_addrs()
+        self.client_id = config.resolve_client_id()
+        self._handlers: dict[int, RequestHandler] = {}
+        self._producer_groups: set[str] = set()
+        self._consumers: dict[str, ConsumerDataProvider] = {}
+        self._stack: AsyncExitStack | None = None
+        self._nursery: trio.Nursery | None = None
+        self._pool: ConnectionPool | None = None
+        self._api: RemotingApi | None = None
+        self._routes: RouteService | None = None
+        self._heartbeat_now = trio.Event()
+        self._known_brokers: set[str] = set()
+
+    # --- parts -----------------------------------------------------------------------------------------
+
+    @property
+    def api(self) -> RemotingApi:
+        if self._api is None:
+            raise StateError("the client is not started (use `async with`)")
+        return self._api
+
+    @property
+    def routes(self) -> RouteService:
+        if self._routes is None:
+            raise StateError("the client is not started (use `async with`)")
+        return self._routes
+
+    @property
+    def nursery(self) -> trio.Nursery:
+        if self._nursery is None:
+            raise StateError("the client is not started (use `async with`)")
+        return self._nursery
+
+    def _hooks(self) -> list[RPCHook]:
+        cfg = self.config
+        if cfg.access_key and cfg.secret_key:
+            return [AclRPCHook(cfg.access_key, cfg.secret_key, cfg.security_token)]
+        return []
+
+    # --- registration ------------------------------------------------------------------------------------
+
+    def register_handler(self, code: int, handler: RequestHandler) -> None:
+        """Answer broker->client requests with ``code`` (read per request: may be set after start)."""
+        self._handlers[code] = handler
+
+    def add_producer_group(self, group: str) -> None:
+        self._producer_groups.add(group)
+        self.heartbeat_soon()
+
+    def add_consumer(self, group: str, data: ConsumerDataProvider) -> None:
+        self._consumers[group] = data
+        self.heartbeat_soon()
+
+    def heartbeat_soon(self) -> None:
+        """Wake the heartbeat loop now (after a subscription change, a new broker, ...)."""
+        self._heartbeat_now.set()
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        if self._stack is not None:
+            raise StateError("a ClientInstance can be entered only once")
+        stack = AsyncExitStack()
+        try:
+            self._nursery = await stack.enter_async_context(open_service_nursery())
+            self._pool = await stack.enter_async_context(
+                ConnectionPool(
+                    ssl_context=self.config.ssl_context,
+                    hooks=self._hooks(),
+                    serialize_type=self.config.serialize_type,
+                    handlers=self._handlers,
+                )
+            )
+            self._api = RemotingApi(
+                self._pool, timeout=self.config.request_timeout, serialize_type=self.config.serialize_type
+            )
+            self._routes = RouteService(
+                self._api, self.namesrv_addrs, poll_interval=self.config.poll_namesrv_interval
+            )
+            self._routes.add_listener(self._on_route)
+            await self._nursery.start(self._routes.run)
+            await self._nursery.start(self._heartbeat_loop)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._stack is not None
+        assert self._nursery is not None
+        try:
+            if exc_type is None or not issubclass(exc_type, trio.Cancelled):
+                await self.unregister_all()
+        except BaseException as error:
+            self._nursery.cancel_scope.cancel()
+            if await self._stack.__aexit__(type(error), error, error.__traceback__):
+                return None
+            raise
+        self._nursery.cancel_scope.cancel()
+        return await self._stack.__aexit__(exc_type, exc, tb)
+
+    def _on_route(self, topic: str, route: TopicRouteData) -> None:
+        new = {b.broker_name for b in route.broker_datas} - self._known_brokers
+        if new:
+            self._known_brokers |= new
+            self.heartbeat_soon()
+
+    # --- heartbeats --------------------------------------------------------------------------------------
+
+    def heartbeat_data(self) -> HeartbeatData:
+        return HeartbeatData(
+            client_id=self.client_id,
+            producer_data_set=tuple(ProducerData(group_name=g) for g in sorted(self._producer_groups)),
+            consumer_data_set=tuple(provider() for provider in self._consumers.values()),
+        )
+
+    def _heartbeat_targets(self) -> list[str]:
+        table = self.routes.broker_table
+        if self._consumers:  # consumers register with every broker of a group, slaves included
+            return sorted({addr for addrs in table.values() for addr in addrs.values()})
+        return sorted(addrs[0] for addrs in table.values() if 0 in addrs)
+
+    async def heartbeat_all(self) -> int:
+        """Send one heartbeat to every broker; returns how many accepted it (failures are logged)."""
+        if not self._producer_groups and not self._consumers:
+            return 0
+        data = self.heartbeat_data()
+        ok = 0
+        for address in self._heartbeat_targets():
+            try:
+                await self.api.heartbeat(address, data)
+                ok += 1
+            except RocketMQError as exc:
+                log.warning("heartbeat to %s failed: %s", address, exc)
+        return ok
+
+    async def _heartbeat_loop(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        while True:
+            with trio.move_on_after(self.config.heartbeat_interval):
+                await self._heartbeat_now.wait()
+            self._heartbeat_now = trio.Event()
+            await self.heartbeat_all()
+
+    async def unregister_all(self) -> None:
+        """Tell every known broker that this client's groups are gone (best effort, bounded)."""
+        if self._routes is None:
+            return
+        groups = [(g, None) for g in sorted(self._producer_groups)] + [
+            (None, g) for g in sorted(self._consumers)
+        ]
+        if not groups:
+            return
+        with trio.move_on_after(self.config.request_timeout):
+            for address in self._heartbeat_targets():
+                for producer_group, consumer_group in groups:
+                    try:
+                        await self.api.unregister_client(
+                            address,
+                            self.client_id,
+                            producer_group=producer_group,
+                            consumer_group=consumer_group,
+                        )
+                    except RocketMQError as exc:
+                        log.debug("unregister from %s failed: %s", address, exc)

@@ -1,0 +1,231 @@
+"""The route service: topic routes from the NameServers, cached, refreshed, with failover.
+
+- NameServers are tried in order starting with the last one that answered; a transport error
+  moves on to the next, an answer (even TOPIC_NOT_EXIST) ends the search.
+- Every topic in use is refreshed every ``poll_interval`` seconds; a changed route replaces the
+  cached one and updates the broker address table. When no NameServer answers, the cached routes
+  stay in use (a message is logged, nothing raised).
+- A topic the NameServer does not know is published through the ``TBW102`` route (the broker
+  creates the topic on first send) when ``auto_create`` is on, as Java does; otherwise, and when
+  even that route is missing, :class:`~rocketmq_py.errors.RouteNotFound` names the topic and the
+  NameServers asked.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import trio
+
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py._client._route import (
+    AUTO_CREATE_TOPIC_KEY,
+    DEFAULT_TOPIC_QUEUE_NUMS,
+    FoundBroker,
+    TopicPublishInfo,
+    broker_addresses,
+    default_topic_route,
+    find_broker_address,
+    publish_info,
+    route_changed,
+    subscribe_queues,
+)
+from rocketmq_py.errors import BrokerError, RouteNotFound, TopicNotExist, TransportError
+from rocketmq_py.protocol import MessageQueue, TopicRouteData
+
+__all__ = ["RouteService"]
+
+log = logging.getLogger("rocketmq_py.route")
+
+RouteListener = Callable[[str, TopicRouteData], None]
+
+
+class RouteService:
+    """Routes of the topics a client uses.
+
+    Args:
+        api: typed calls.
+        namesrv_addrs: the NameServers, in preference order.
+        poll_interval: seconds between refreshes of every topic in use.
+        auto_create: publish unknown topics through the ``TBW102`` route.
+    """
+
+    def __init__(
+        self,
+        api: RemotingApi,
+        namesrv_addrs: list[str],
+        *,
+        poll_interval: float,
+        auto_create: bool = True,
+        default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+    ) -> None:
+        self._api = api
+        self.namesrv_addrs = list(namesrv_addrs)
+        self._preferred = 0
+        self.poll_interval = poll_interval
+        self.auto_create = auto_create
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self._routes: dict[str, TopicRouteData] = {}
+        self._publish: dict[str, TopicPublishInfo] = {}
+        self._brokers: dict[str, dict[int, str]] = {}
+        self._topics: set[str] = set()
+        self._listeners: list[RouteListener] = []
+        self._lock = trio.Lock()
+
+    # --- queries (no I/O) ---------------------------------------------------------------------------
+
+    @property
+    def broker_table(self) -> dict[str, dict[int, str]]:
+        """Broker name -> {broker id: address}, from every route seen."""
+        return self._brokers
+
+    def cached_route(self, topic: str) -> TopicRouteData | None:
+        return self._routes.get(topic)
+
+    def find_broker(
+        self, broker_name: str, broker_id: int = 0, *, only_this: bool = False
+    ) -> FoundBroker | None:
+        return find_broker_address(self._brokers, broker_name, broker_id, only_this)
+
+    def master_address(self, broker_name: str) -> str | None:
+        found = find_broker_address(self._brokers, broker_name, 0, True)
+        return found.address if found else None
+
+    def brokers_with_master(self) -> dict[str, str]:
+        """Broker name -> master address, for heartbeats."""
+        return {name: addrs[0] for name, addrs in self._brokers.items() if 0 in addrs}
+
+    def add_listener(self, listener: RouteListener) -> None:
+        """Call ``listener(topic, route)`` whenever a topic's route changes."""
+        self._listeners.append(listener)
+
+    def use_topic(self, topic: str) -> None:
+        """Keep ``topic``'s route fresh from now on."""
+        self._topics.add(topic)
+
+    # --- fetching -----------------------------------------------------------------------------------
+
+    async def fetch(self, topic: str) -> TopicRouteData:
+        """Ask the NameServers for ``topic``'s route, failing over on transport errors.
+
+        Raises:
+            TopicNotExist: a NameServer answered that it knows no such topic.
+            BrokerError: a NameServer answered another error.
+            TransportError: no NameServer answered (the last error is chained).
+        """
+        count = len(self.namesrv_addrs)
+        last: TransportError | None = None
+        for step in range(count):
+            index = (self._preferred + step) % count
+            address = self.namesrv_addrs[index]
+            try:
+                route = await self._api.get_route_info(address, topic)
+            except TransportError as exc:
+                log.warning("NameServer %s did not answer for %s: %s", address, topic, exc)
+                last = exc
+                continue
+            self._preferred = index
+            return route
+        assert last is not None
+        raise type(last)(f"no NameServer answered ({', '.join(self.namesrv_addrs)}): {last}") from last
+
+    async def update(self, topic: str) -> bool:
+        """Fetch ``topic``'s route and store it; returns True when it changed (or is new)."""
+        route = await self.fetch(topic)
+        return self._store(topic, route)
+
+    def _store(self, topic: str, route: TopicRouteData) -> bool:
+        old = self._routes.get(topic)
+        changed = route_changed(old, route)
+        for name, addrs in broker_addresses(route).items():
+            self._brokers[name] = addrs
+        if changed or topic not in self._publish:
+            self._routes[topic] = route
+            self._publish[topic] = publish_info(topic, route)
+        if changed:
+            if old is not None:
+                log.info("route of %s changed: %s", topic, route)
+            for listener in list(self._listeners):
+                listener(topic, route)
+        return changed
+
+    async def publish_info(self, topic: str) -> TopicPublishInfo:
+        """The queues to send ``topic`` to: cached, else fetched (TBW102 for unknown topics).
+
+        Raises:
+            RouteNotFound: no route and no way to create one.
+            TransportError: no NameServer answered and nothing is cached.
+        """
+        info = self._publish.get(topic)
+        if info is not None and info.have_queues:
+            return info
+        self.use_topic(topic)
+        async with self._lock:
+            info = self._publish.get(topic)
+            if info is not None and info.have_queues:
+                return info
+            try:
+                await self.update(topic)
+            except TopicNotExist:
+                if not self.auto_create:
+                    raise RouteNotFound(topic, self.namesrv_addrs) from None
+                return await self._auto_create_info(topic)
+            info = self._publish[topic]
+            if not info.have_queues:
+                raise RouteNotFound(
+                    topic, self.namesrv_addrs, f"topic {topic!r} has no writable queue with a master"
+                )
+            return info
+
+    async def _auto_create_info(self, topic: str) -> TopicPublishInfo:
+        try:
+            default = await self.fetch(AUTO_CREATE_TOPIC_KEY)
+        except TopicNotExist:
+            raise RouteNotFound(
+                topic,
+                self.namesrv_addrs,
+                f"no route for {topic!r}, and no {AUTO_CREATE_TOPIC_KEY} route to create it",
+            ) from None
+        clamped = default_topic_route(default, self.default_topic_queue_nums)
+        for name, addrs in broker_addresses(clamped).items():
+            self._brokers[name] = addrs
+        info = publish_info(topic, clamped)
+        if not info.have_queues:
+            raise RouteNotFound(
+                topic, self.namesrv_addrs, f"the {AUTO_CREATE_TOPIC_KEY} route has no writable queue"
+            )
+        # Not cached as the topic's own route: the next refresh picks up the real one once created.
+        return info
+
+    async def subscribe_queues(self, topic: str) -> frozenset[MessageQueue]:
+        """The readable queues of ``topic`` (fetched if not cached)."""
+        self.use_topic(topic)
+        route = self._routes.get(topic)
+        if route is None:
+            await self.update(topic)
+            route = self._routes[topic]
+        return subscribe_queues(topic, route)
+
+    def invalidate(self, topic: str) -> None:
+        """Forget ``topic``'s publish info so the next send fetches its route again."""
+        self._publish.pop(topic, None)
+
+    # --- background refresh ---------------------------------------------------------------------------
+
+    async def refresh_all(self) -> None:
+        """Refresh every topic in use; errors are logged and the cached routes kept."""
+        for topic in sorted(self._topics):
+            try:
+                await self.update(topic)
+            except TopicNotExist:
+                log.debug("route refresh: %s does not exist (yet)", topic)
+            except (TransportError, BrokerError) as exc:
+                log.warning("route refresh of %s failed, keeping the cached route: %s", topic, exc)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Refresh routes every ``poll_interval`` seconds until cancelled."""
+        task_status.started()
+        while True:
+            await trio.sleep(self.poll_interval)
+            await self.refresh_all()

@@ -1,0 +1,1 @@
+"""The producer: validation, queue selection with latency fault tolerance, send results."""

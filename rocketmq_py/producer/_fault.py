@@ -1,0 +1,298 @@
+"""Queue selection for sends: which queue the next attempt goes to, avoiding slow or failed brokers.
+
+Two decisions, both pure (the clock and the random source are injected), following the Java 5.x
+client's ``MQFaultStrategy`` (protocol.md §7.3):
+
+* :class:`LatencyFaultTolerance` decides whether a broker is *available* (not benched after a
+  slow or failed send) and *reachable* (its last send did not fail outright). A send that took
+  ``latency`` ms benches its broker for :func:`duration_for` ``(latency)`` ms; a failed send is
+  judged as if it took :data:`ISOLATION_LATENCY_MS`. A broker's bench only ever grows: a fast
+  send does not lift an earlier, longer one.
+* :class:`QueueSelector` walks a topic's queues round-robin from a random start and picks the
+  first that passes the filters: with fault tolerance on, (available and not the broker of the
+  previous attempt), else (reachable and not that broker), else simply the next queue; with it
+  off, (not the broker of the previous attempt), else the next queue.
+
+The 4.x client differed (longer benches, ``lastBrokerName`` ignored with fault tolerance on,
+"pick one at least" synthesising a queue); this module implements 5.x only.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from rocketmq_py._client._route import TopicPublishInfo
+from rocketmq_py.errors import RouteNotFound
+from rocketmq_py.protocol._bodies import MessageQueue
+
+__all__ = [
+    "ISOLATION_LATENCY_MS",
+    "LATENCY_MAX_MS",
+    "NOT_AVAILABLE_DURATION_MS",
+    "SEND_LATENCY_FAULT_ENABLE",
+    "FaultItem",
+    "LatencyFaultTolerance",
+    "QueueSelector",
+    "duration_for",
+]
+
+#: Latency thresholds in ms (Java 5.x ``MQFaultStrategy.latencyMax``; 4.x had 1000/2000/3000
+#: where 5.x has 1800/3000/5000).
+LATENCY_MAX_MS: Final = (50, 100, 550, 1800, 3000, 5000, 15000)
+#: How long a broker is benched for a latency at or above the matching threshold, in ms (Java 5.x
+#: ``MQFaultStrategy.notAvailableDuration``; 4.x benched for 30 s to 10 min).
+NOT_AVAILABLE_DURATION_MS: Final = (0, 0, 2000, 5000, 6000, 10000, 30000)
+#: The latency a failed send counts as (Java 5.x ``updateFaultItem`` with isolation: 10000, so a
+#: 10 s bench; 4.x used 30000).
+ISOLATION_LATENCY_MS: Final = 10000
+#: Whether producers use latency fault tolerance by default (Java ``sendLatencyFaultEnable`` = false).
+SEND_LATENCY_FAULT_ENABLE: Final = False
+
+_INT32: Final = 1 << 32
+_POSITIVE_MASK: Final = 0x7FFFFFFF  # Java ThreadLocalIndex.POSITIVE_MASK
+
+
+def duration_for(
+    latency_ms: float,
+    latency_max: Sequence[float] = LATENCY_MAX_MS,
+    not_available: Sequence[float] = NOT_AVAILABLE_DURATION_MS,
+) -> float:
+    """How long a broker is benched after a send that took ``latency_ms``.
+
+    Args:
+        latency_ms: the send's latency (or :data:`ISOLATION_LATENCY_MS` for a failed send).
+        latency_max: ascending latency thresholds.
+        not_available: the bench for each threshold.
+
+    Returns:
+        ``not_available[i]`` for the largest ``i`` with ``latency_ms >= latency_max[i]``, else 0.
+    """
+    for threshold, duration in zip(reversed(latency_max), reversed(not_available), strict=True):
+        if latency_ms >= threshold:
+            return duration
+    return 0
+
+
+@dataclass(frozen=True, slots=True)
+class FaultItem:
+    """What the fault table knows about one broker.
+
+    Attributes:
+        broker: the broker name.
+        latency_ms: the latency of its last recorded send.
+        available_at: clock time (seconds, the table's clock) from which it is available again.
+        reachable: its last send did not fail outright.
+    """
+
+    broker: str
+    latency_ms: float
+    available_at: float
+    reachable: bool = True
+
+    def is_available(self, now: float) -> bool:
+        """The bench is over at clock time ``now``."""
+        return now >= self.available_at
+
+
+class LatencyFaultTolerance:
+    """The brokers a producer currently avoids (Java 5.x ``LatencyFaultToleranceImpl``).
+
+    Args:
+        clock: returns the current time in seconds (monotonic); inject a fake one in tests.
+        latency_max: ascending latency thresholds in ms.
+        not_available: the bench in ms for each threshold.
+        rng: the random source of :meth:`pick_one_at_least`.
+
+    Raises:
+        ValueError: the two tables differ in length.
+    """
+
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        latency_max: Sequence[float] = LATENCY_MAX_MS,
+        not_available: Sequence[float] = NOT_AVAILABLE_DURATION_MS,
+        rng: random.Random | None = None,
+    ) -> None:
+        if len(latency_max) != len(not_available):
+            raise ValueError("latency_max and not_available must have the same length")
+        self._clock = clock
+        self._latency_max = tuple(latency_max)
+        self._not_available = tuple(not_available)
+        self._rng = rng if rng is not None else random.Random()
+        self._items: dict[str, FaultItem] = {}
+
+    def duration_for(self, latency_ms: float) -> float:
+        """The bench in ms for a send that took ``latency_ms`` (see :func:`duration_for`)."""
+        return duration_for(latency_ms, self._latency_max, self._not_available)
+
+    def update(self, broker: str, latency_ms: float, isolation: bool, reachable: bool = True) -> None:
+        """Record the outcome of one send attempt to ``broker``.
+
+        The producer calls it after every attempt: success ``(latency, False, True)``; a
+        connection error or timeout ``(latency, True, ...)``; a broker error ``(latency, True,
+        False)``.
+
+        Args:
+            broker: the broker name.
+            latency_ms: how long the attempt took.
+            isolation: the attempt failed; bench as if it took :data:`ISOLATION_LATENCY_MS`.
+            reachable: whether the broker answered at all.
+        """
+        now = self._clock()
+        duration = self.duration_for(ISOLATION_LATENCY_MS if isolation else latency_ms)
+        old = self._items.get(broker)
+        available_at = old.available_at if old is not None else now
+        if duration > 0:
+            available_at = max(available_at, now + duration / 1000)  # only ever extended
+        self._items[broker] = FaultItem(broker, latency_ms, available_at, reachable)
+
+    def is_available(self, broker: str) -> bool:
+        """``broker`` is not benched (unknown brokers are available).
+
+        Args:
+            broker: the broker name.
+
+        Returns:
+            ``True`` if the broker has no bench or its bench is over.
+        """
+        item = self._items.get(broker)
+        return item is None or item.is_available(self._clock())
+
+    def is_reachable(self, broker: str) -> bool:
+        """``broker``'s last recorded send did not fail outright (unknown brokers are reachable).
+
+        Args:
+            broker: the broker name.
+
+        Returns:
+            The item's reachable flag, ``True`` for unknown brokers.
+        """
+        item = self._items.get(broker)
+        return item is None or item.reachable
+
+    def mark_reachable(self, broker: str, reachable: bool = True) -> None:
+        """Set ``broker``'s reachable flag without touching its bench (a detector's probe result).
+
+        Args:
+            broker: the broker name; unknown brokers are ignored.
+            reachable: the probe's verdict.
+        """
+        item = self._items.get(broker)
+        if item is not None:
+            self._items[broker] = replace(item, reachable=reachable)
+
+    def remove(self, broker: str) -> None:
+        """Forget ``broker`` (it left the route); unknown names are ignored.
+
+        Args:
+            broker: the broker name.
+        """
+        self._items.pop(broker, None)
+
+    def pick_one_at_least(self) -> str | None:
+        """A random reachable broker among those recorded (Java 5.x ``pickOneAtLeast``).
+
+        Returns:
+            A broker name, or ``None`` if no recorded broker is reachable.
+        """
+        reachable = [name for name, item in self._items.items() if item.reachable]
+        return self._rng.choice(reachable) if reachable else None
+
+    def unreachable(self) -> tuple[str, ...]:
+        """The brokers whose last send failed outright, sorted (what a detector would probe).
+
+        Returns:
+            Broker names.
+        """
+        return tuple(sorted(name for name, item in self._items.items() if not item.reachable))
+
+    def snapshot(self) -> dict[str, FaultItem]:
+        """A copy of the table, for statistics.
+
+        Returns:
+            Broker name -> :class:`FaultItem` (items are immutable).
+        """
+        return dict(self._items)
+
+
+class QueueSelector:
+    """Round-robin queue choice with broker avoidance (Java 5.x ``MQFaultStrategy``).
+
+    Holds the send index: it starts at a random int32, is incremented before each use, and
+    position = ``(index & 0x7fffffff) % len(queues)``. Java keeps one index per thread and
+    topic; here one selector belongs to one producer.
+
+    Args:
+        rng: the random source for the start index and :meth:`reset_index`.
+    """
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self._rng = rng if rng is not None else random.Random()
+        self._index = self._rng.randrange(-(1 << 31), 1 << 31)  # Java Random.nextInt()
+
+    def reset_index(self) -> None:
+        """Re-randomise the index (a retry starts somewhere else), in ``[0, 2**31 - 1)``."""
+        self._index = self._rng.randrange(_POSITIVE_MASK)  # Java Math.abs(nextInt(MAX_VALUE))
+
+    def _next(self, queues: Sequence[MessageQueue]) -> MessageQueue:
+        self._index = (self._index + 1 + (1 << 31)) % _INT32 - (1 << 31)  # int32 overflow
+        return queues[(self._index & _POSITIVE_MASK) % len(queues)]
+
+    def _first(
+        self, queues: Sequence[MessageQueue], accept: Callable[[MessageQueue], bool]
+    ) -> MessageQueue | None:
+        for _ in range(len(queues)):
+            queue = self._next(queues)
+            if accept(queue):
+                return queue
+        return None
+
+    def select(
+        self,
+        info: TopicPublishInfo,
+        last_broker: str | None,
+        fault: LatencyFaultTolerance | None,
+        *,
+        reset_index: bool = False,
+    ) -> MessageQueue:
+        """Choose the queue for the next send attempt.
+
+        Args:
+            info: the topic's publish info.
+            last_broker: the broker of the previous attempt of this send, ``None`` on the first.
+            fault: the fault table when latency fault tolerance is on, else ``None``.
+            reset_index: re-randomise the index first (Java does it from the 2nd attempt on;
+                only with fault tolerance on, as in Java).
+
+        Returns:
+            A queue of ``info``.
+
+        Raises:
+            RouteNotFound: ``info`` has no queue (no route, or no writable queue with a master).
+        """
+        queues = info.queues
+        if not queues:
+            raise RouteNotFound(info.topic, detail=f"no writable queue in the route of topic {info.topic!r}")
+
+        def other_broker(queue: MessageQueue) -> bool:
+            return last_broker is None or queue.broker_name != last_broker
+
+        if fault is None:
+            filters: tuple[Callable[[MessageQueue], bool], ...] = (other_broker,)
+        else:
+            if reset_index:
+                self.reset_index()
+            filters = (
+                lambda q: fault.is_available(q.broker_name) and other_broker(q),
+                lambda q: fault.is_reachable(q.broker_name) and other_broker(q),
+            )
+        for accept in filters:
+            queue = self._first(queues, accept)
+            if queue is not None:
+                return queue
+        return self._next(queues)

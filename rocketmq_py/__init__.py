@@ -1,24 +1,92 @@
-"""rocketmq-py: a pure-Python, wire-compatible Apache RocketMQ client on trio."""
+"""rocketmq-py: a pure-Python, wire-compatible Apache RocketMQ client on trio.
+
+The async API (``async with Producer(...)``) is here; ``rocketmq_py.sync`` has the same classes
+with blocking methods. ``rocketmq_py.protocol`` is the sans-IO codec, ``rocketmq_py.testing`` starts
+a real local cluster for tests.
+
+The client classes are imported on first use, so that ``import rocketmq_py.protocol`` (the sans-IO
+codec) does not pull in trio and sockets.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_py import errors
 from rocketmq_py.errors import (
     BrokerError,
     ClientError,
+    InvalidMessage,
     ProtocolError,
+    RequestTimeout,
     RocketMQError,
+    RouteNotFound,
     StateError,
     TransportError,
 )
 
+if TYPE_CHECKING:
+    from rocketmq_py._client._config import ClientConfig
+    from rocketmq_py.producer._fault import FaultConfig
+    from rocketmq_py.producer._producer import Producer
+    from rocketmq_py.producer._selectors import select_by_hash, select_by_random, select_by_sharding_key
+    from rocketmq_py.producer._types import LocalTransactionState, SendResult, SendStatus
+    from rocketmq_py.protocol import Message, MessageExt, MessageQueue
+
 __version__ = "0.1.0.dev0"
+
+_LAZY = {
+    "ClientConfig": "rocketmq_py._client._config",
+    "FaultConfig": "rocketmq_py.producer._fault",
+    "LocalTransactionState": "rocketmq_py.producer._types",
+    "Producer": "rocketmq_py.producer._producer",
+    "SendResult": "rocketmq_py.producer._types",
+    "SendStatus": "rocketmq_py.producer._types",
+    "select_by_hash": "rocketmq_py.producer._selectors",
+    "select_by_random": "rocketmq_py.producer._selectors",
+    "select_by_sharding_key": "rocketmq_py.producer._selectors",
+    "Message": "rocketmq_py.protocol",
+    "MessageExt": "rocketmq_py.protocol",
+    "MessageQueue": "rocketmq_py.protocol",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rocketmq_py' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "BrokerError",
+    "ClientConfig",
     "ClientError",
+    "FaultConfig",
+    "InvalidMessage",
+    "LocalTransactionState",
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+    "Producer",
     "ProtocolError",
+    "RequestTimeout",
     "RocketMQError",
+    "RouteNotFound",
+    "SendResult",
+    "SendStatus",
     "StateError",
     "TransportError",
     "__version__",
     "errors",
+    "select_by_hash",
+    "select_by_random",
+    "select_by_sharding_key",
 ]

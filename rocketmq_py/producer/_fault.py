@@ -34,6 +34,7 @@ __all__ = [
     "LATENCY_MAX_MS",
     "NOT_AVAILABLE_DURATION_MS",
     "SEND_LATENCY_FAULT_ENABLE",
+    "FaultConfig",
     "FaultItem",
     "LatencyFaultTolerance",
     "QueueSelector",
@@ -296,3 +297,27 @@ class QueueSelector:
             if queue is not None:
                 return queue
         return self._next(queues)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FaultConfig:
+    """Latency fault tolerance settings of a producer.
+
+    Args:
+        enabled: route around slow or failing brokers. **On by default**: Java ships it off
+            (``sendLatencyFaultEnable=false``), but a Python user expects a producer to avoid a
+            sick broker without being told to.
+        latency_max: ascending latency thresholds in ms (Java 5.x values).
+        not_available: how long (ms) a broker is avoided after an attempt that took at least the
+            matching threshold.
+    """
+
+    enabled: bool = True
+    latency_max: tuple[float, ...] = LATENCY_MAX_MS
+    not_available: tuple[float, ...] = NOT_AVAILABLE_DURATION_MS
+
+    def build(self, clock: Callable[[], float] = time.monotonic) -> LatencyFaultTolerance | None:
+        """The fault table these settings describe (``None`` when disabled)."""
+        if not self.enabled:
+            return None
+        return LatencyFaultTolerance(clock, self.latency_max, self.not_available)

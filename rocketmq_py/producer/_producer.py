@@ -1,0 +1,447 @@
+"""The producer: validate, route, select a queue, send, retry, all under one deadline.
+
+``async with Producer("group", namesrv="host:port") as producer`` starts a client instance
+(connection pool, route refresh, heartbeat with the producer group) and leaves it unregistered and
+closed at the end of the block.
+
+A synchronous send is Java's ``sendDefaultImpl``: the message is validated before any I/O; then,
+inside one trio deadline that covers the route lookup and every attempt (``send_timeout``, Java's
+``sendMsgTimeout``), up to ``1 + retry_times`` attempts pick a queue with the latency fault
+strategy (avoiding the broker of the previous attempt), send, and record the attempt's latency and
+outcome in the fault table. Transport errors and retriable broker codes retry; anything else is
+raised at once. Sends with a queue selector (ordered messages) or to an explicit queue make one
+attempt, as in Java, so a retry never reorders a sharding key.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Self
+
+import trio
+
+from rocketmq_py._client._config import ClientConfig
+from rocketmq_py._client._instance import ClientInstance
+from rocketmq_py._client._route import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS, TopicPublishInfo
+from rocketmq_py.errors import (
+    BrokerError,
+    MessageTooLarge,
+    RequestTimeout,
+    RocketMQError,
+    RouteNotFound,
+    StateError,
+    TransportError,
+)
+from rocketmq_py.producer._fault import FaultConfig, QueueSelector
+from rocketmq_py.producer._selectors import SelectQueue
+from rocketmq_py.producer._types import SendResult, SendStatus
+from rocketmq_py.producer._validation import (
+    DEFAULT_PRODUCER_GROUP,
+    MAX_MESSAGE_SIZE,
+    RESERVED_PROPERTY_KEYS,
+    validate_message,
+    validate_producer_group,
+)
+from rocketmq_py.protocol import (
+    CompressionType,
+    Message,
+    MessageQueue,
+    PropertyKey,
+    SendMessageRequestHeader,
+    SysFlag,
+    UniqKeyGenerator,
+    encode_batch,
+    encode_properties,
+    maybe_compress,
+    validate_batch,
+)
+from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
+
+__all__ = ["Producer", "ProducerStatistics"]
+
+log = logging.getLogger("rocketmq_py.producer")
+
+#: Java ``DefaultMQProducer.sendMsgTimeout``: the whole send, retries and route lookup included.
+DEFAULT_SEND_TIMEOUT = 3.0
+#: Java ``retryTimesWhenSendFailed``: a failed synchronous send is tried this many more times.
+DEFAULT_RETRY_TIMES = 2
+_RETRY_PREFIX = "%RETRY%"
+
+
+@dataclass(slots=True)
+class ProducerStatistics:
+    """Counters of one producer (see :meth:`Producer.statistics`)."""
+
+    sent: int = 0
+    failed: int = 0
+    attempts: int = 0
+    retries: int = 0
+    fault: dict[str, Any] = field(default_factory=dict)
+
+
+class Producer:
+    """Sends messages to RocketMQ topics (Java ``DefaultMQProducer``), on trio.
+
+    Args:
+        group: the producer group (shown by admin tools; needed for transactions).
+        namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
+        send_timeout: seconds for a whole send: route lookup plus every attempt.
+        retry_times: extra attempts of a synchronous send after a retriable failure.
+        retry_another_broker_when_not_store_ok: retry (on another broker) when the broker stored
+            the message but answered a flush/slave warning instead of SEND_OK.
+        max_message_size: largest body accepted (4 MiB, as Java).
+        compress_over: bodies of at least this many bytes are compressed (not in batches).
+        compress_type, compress_level: how (zlib level 5, as Java).
+        fault: latency fault tolerance settings; on by default (Java ships it off).
+        auto_create_topic: send to unknown topics through the ``TBW102`` route (the broker creates them).
+        config: client settings (timeouts, ACL, TLS, instance name, ...); keyword arguments not
+            listed here are passed to :class:`ClientConfig`.
+    """
+
+    def __init__(
+        self,
+        group: str = DEFAULT_PRODUCER_GROUP,
+        *,
+        namesrv: str | None = None,
+        send_timeout: float = DEFAULT_SEND_TIMEOUT,
+        retry_times: int = DEFAULT_RETRY_TIMES,
+        retry_another_broker_when_not_store_ok: bool = False,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        compress_over: int = COMPRESS_OVER_BYTES,
+        compress_type: CompressionType = CompressionType.ZLIB,
+        compress_level: int = DEFAULT_COMPRESS_LEVEL,
+        fault: FaultConfig | None = None,
+        auto_create_topic: bool = True,
+        default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+        config: ClientConfig | None = None,
+        **client_options: Any,
+    ) -> None:
+        validate_producer_group(group)
+        self.group = group
+        self.config = config or ClientConfig(**client_options)
+        if namesrv is not None:
+            self.config.namesrv = namesrv
+        self.send_timeout = send_timeout
+        self.retry_times = retry_times
+        self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
+        self.max_message_size = max_message_size
+        self.compress_over = compress_over
+        self.compress_type = compress_type
+        self.compress_level = compress_level
+        self.auto_create_topic = auto_create_topic
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.fault_config = fault or FaultConfig()
+        self._fault = self.fault_config.build()
+        self._selector = QueueSelector()
+        self._instance: ClientInstance | None = None
+        self._uniq: UniqKeyGenerator | None = None
+        self._stats = ProducerStatistics()
+        self._reserved = RESERVED_PROPERTY_KEYS
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+
+    @property
+    def client_id(self) -> str:
+        return self.instance.client_id
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise StateError("the producer is not started: use `async with Producer(...) as producer`")
+        return self._instance
+
+    async def __aenter__(self) -> Self:
+        if self._instance is not None:
+            raise StateError("this producer is already started")
+        instance = ClientInstance(self.config)
+        await instance.__aenter__()
+        try:
+            instance.routes.auto_create = self.auto_create_topic
+            instance.routes.default_topic_queue_nums = self.default_topic_queue_nums
+            instance.add_producer_group(self.group)
+            self._uniq = UniqKeyGenerator(ip=self.config.client_ip)
+            self._started(instance)
+        except BaseException as exc:
+            await instance.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._instance = instance
+        return self
+
+    def _started(self, instance: ClientInstance) -> None:
+        """Hook for subclasses (transaction producer) to register broker handlers."""
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        instance, self._instance = self.instance, None
+        return await instance.__aexit__(exc_type, exc, tb)
+
+    async def aclose(self) -> None:
+        """Close the producer (same as leaving ``async with``)."""
+        if self._instance is not None:
+            await self.__aexit__(None, None, None)
+
+    def statistics(self) -> ProducerStatistics:
+        """Counters and the fault table (broker -> latency, availability)."""
+        stats = self._stats
+        stats.fault = {name: item for name, item in self._fault.snapshot().items()} if self._fault else {}
+        return stats
+
+    # --- sending ---------------------------------------------------------------------------------------
+
+    async def send(
+        self,
+        message: Message,
+        *,
+        selector: SelectQueue | None = None,
+        arg: Any = None,
+        queue: MessageQueue | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the send deadline, Java's sendMsgTimeout
+    ) -> SendResult:
+        """Send one message and wait for the broker to store it.
+
+        Args:
+            message: the message (a UNIQ_KEY is added when it has none).
+            selector: choose the queue yourself (``selector(queues, message, arg)``), e.g.
+                :func:`select_by_hash` for ordered messages; one attempt, no retry.
+            arg: passed to ``selector``.
+            queue: send to this queue; one attempt.
+            timeout: seconds for the whole send (default ``send_timeout``).
+
+        Returns:
+            The broker's answer: status, message ids, queue and queue offset.
+
+        Raises:
+            InvalidMessage: the message fails validation (nothing was sent).
+            RouteNotFound: the topic has no route and cannot be auto-created.
+            BrokerError: the broker refused the message (non-retriable code, or retries exhausted).
+            RequestTimeout: the deadline passed.
+            TransportError: every attempt failed to reach a broker.
+        """
+        validate_message(message, self.max_message_size, reserved=self._reserved)
+        return await self._send(
+            message, batch=False, selector=selector, arg=arg, queue=queue, timeout=timeout
+        )
+
+    async def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
+        """Send without waiting for the broker (no result, no retry; lost if the broker is down)."""
+        validate_message(message, self.max_message_size, reserved=self._reserved)
+        with trio.fail_after(self.send_timeout):
+            info = await self.instance.routes.publish_info(message.topic)
+            mq = queue or self._selector.select(info, None, self._fault)
+            address, header, body = await self._prepare(message, mq, batch=False)
+            await self.instance.api.send_message_oneway(address, header, body)
+        self._stats.sent += 1
+
+    async def send_batch(
+        self,
+        messages: Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> SendResult:
+        """Send messages of one topic as one batch (stored together; one result).
+
+        Raises:
+            InvalidMessage: empty batch, mixed topics, delay or retry topics, or the batch's
+                encoded size over ``max_message_size``.
+        """
+        validate_batch(messages)
+        for message in messages:
+            validate_message(message, self.max_message_size, reserved=self._reserved)
+        wrapper = Message(messages[0].topic, b"")
+        wrapper.properties[PropertyKey.WAIT_STORE_MSG_OK] = messages[0].properties.get(
+            PropertyKey.WAIT_STORE_MSG_OK, "true"
+        )
+        inner_ids = []
+        for message in messages:
+            inner_ids.append(self._ensure_uniq_key(message))
+        wrapper.body = encode_batch(messages)
+        if len(wrapper.body) > self.max_message_size:
+            raise MessageTooLarge(len(wrapper.body), self.max_message_size)
+        result = await self._send(wrapper, batch=True, selector=None, arg=None, queue=queue, timeout=timeout)
+        return SendResult(
+            status=result.status,
+            msg_id=",".join(inner_ids),
+            offset_msg_id=result.offset_msg_id,
+            queue=result.queue,
+            queue_offset=result.queue_offset,
+            transaction_id=result.transaction_id,
+            region_id=result.region_id,
+        )
+
+    # --- the send loop -------------------------------------------------------------------------------
+
+    async def _send(
+        self,
+        message: Message,
+        *,
+        batch: bool,
+        selector: SelectQueue | None,
+        arg: Any,
+        queue: MessageQueue | None,
+        timeout: float | None,  # noqa: ASYNC109
+    ) -> SendResult:
+        budget = self.send_timeout if timeout is None else timeout
+        errors: list[RocketMQError] = []
+        with trio.move_on_after(budget) as scope:
+            try:
+                result = await self._attempts(message, batch, selector, arg, queue, errors)
+            except BaseException:
+                self._stats.failed += 1
+                raise
+            self._stats.sent += 1
+            return result
+        assert scope.cancelled_caught
+        self._stats.failed += 1
+        detail = f"; attempts failed with: {'; '.join(map(str, errors))}" if errors else ""
+        timeout_error = RequestTimeout(
+            f"sending to {message.topic} did not finish within {budget:g} s{detail}"
+        )
+        raise timeout_error from (errors[-1] if errors else None)
+
+    async def _attempts(
+        self,
+        message: Message,
+        batch: bool,
+        selector: SelectQueue | None,
+        arg: Any,
+        queue: MessageQueue | None,
+        errors: list[RocketMQError],
+    ) -> SendResult:
+        routes = self.instance.routes
+        info = await routes.publish_info(message.topic)
+        single = selector is not None or queue is not None
+        attempts = 1 if single else 1 + max(0, self.retry_times)
+        last_broker: str | None = None
+        for attempt in range(attempts):
+            if queue is not None:
+                mq = queue
+            elif selector is not None:
+                mq = selector(info.queues, message, arg)
+            else:
+                mq = self._selector.select(info, last_broker, self._fault, reset_index=attempt > 0)
+            last_broker = mq.broker_name
+            self._stats.attempts += 1
+            if attempt:
+                self._stats.retries += 1
+            started = time.monotonic()
+            try:
+                result = await self._send_to(message, mq, info, batch=batch)
+            except TransportError as exc:
+                self._record(mq.broker_name, started, isolation=True, reachable=True)
+                log.info("send to %s failed (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
+                errors.append(exc)
+                continue
+            except BrokerError as exc:
+                self._record(mq.broker_name, started, isolation=True, reachable=False)
+                if exc.refresh_route:
+                    routes.invalidate(message.topic)
+                if not exc.retriable:
+                    raise
+                log.info("send to %s refused (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
+                errors.append(exc)
+                if exc.refresh_route:
+                    info = await self._refreshed(message.topic, info)
+                continue
+            self._record(mq.broker_name, started, isolation=False, reachable=True)
+            if (
+                result.status is not SendStatus.SEND_OK
+                and self.retry_another_broker_when_not_store_ok
+                and attempt + 1 < attempts
+            ):
+                continue
+            return result
+        if errors:
+            raise errors[-1]
+        raise RouteNotFound(message.topic, routes.namesrv_addrs, "no attempt could be made")
+
+    async def _refreshed(self, topic: str, info: TopicPublishInfo) -> TopicPublishInfo:
+        try:
+            return await self.instance.routes.publish_info(topic)
+        except RocketMQError:
+            return info
+
+    def _record(self, broker: str, started: float, *, isolation: bool, reachable: bool) -> None:
+        if self._fault is not None:
+            latency_ms = (time.monotonic() - started) * 1000.0
+            self._fault.update(broker, latency_ms, isolation, reachable)
+
+    async def _send_to(
+        self, message: Message, mq: MessageQueue, info: TopicPublishInfo, *, batch: bool
+    ) -> SendResult:
+        address, header, body = await self._prepare(message, mq, batch=batch)
+        # No per-attempt timeout: the send's deadline (the caller's cancel scope) bounds it.
+        reply = await self.instance.api.send_message(address, header, body, batch=batch, timeout=float("inf"))
+        status = SendStatus.from_response_code(reply.code) or SendStatus.SEND_OK
+        return SendResult(
+            status=status,
+            msg_id=message.properties.get(PropertyKey.UNIQ_KEY, ""),
+            offset_msg_id=reply.header.msg_id,
+            queue=MessageQueue(topic=mq.topic, broker_name=mq.broker_name, queue_id=reply.header.queue_id),
+            queue_offset=reply.header.queue_offset,
+            transaction_id=reply.header.transaction_id,
+            region_id=reply.region_id,
+        )
+
+    def _ensure_uniq_key(self, message: Message) -> str:
+        key = message.properties.get(PropertyKey.UNIQ_KEY)
+        if not key:
+            assert self._uniq is not None
+            key = self._uniq.next()
+            message.properties[PropertyKey.UNIQ_KEY] = key
+        return key
+
+    async def _prepare(
+        self, message: Message, mq: MessageQueue, *, batch: bool
+    ) -> tuple[str, SendMessageRequestHeader, bytes]:
+        routes = self.instance.routes
+        address = routes.master_address(mq.broker_name)
+        if address is None:
+            await routes.update(mq.topic)
+            address = routes.master_address(mq.broker_name)
+        if address is None:
+            raise RouteNotFound(
+                mq.topic, routes.namesrv_addrs, f"broker {mq.broker_name} has no master address"
+            )
+        if not batch:
+            self._ensure_uniq_key(message)
+        properties = dict(message.properties)
+        sys_flag = 0
+        body = message.body
+        if not batch:
+            body, sys_flag = maybe_compress(
+                body, threshold=self.compress_over, kind=self.compress_type, level=self.compress_level
+            )
+        if properties.get(PropertyKey.TRANSACTION_PREPARED) == "true":
+            sys_flag |= SysFlag.TRANSACTION_PREPARED_TYPE
+        reconsume_times = None
+        max_reconsume_times = None
+        if mq.topic.startswith(_RETRY_PREFIX):
+            reconsume = properties.pop(PropertyKey.RECONSUME_TIME, None)
+            reconsume_times = int(reconsume) if reconsume else None
+            max_times = properties.pop(PropertyKey.MAX_RECONSUME_TIMES, None)
+            max_reconsume_times = int(max_times) if max_times else None
+        header = SendMessageRequestHeader(
+            producer_group=self.group,
+            topic=mq.topic,
+            default_topic=AUTO_CREATE_TOPIC_KEY,
+            default_topic_queue_nums=self.default_topic_queue_nums,
+            queue_id=mq.queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=int(time.time() * 1000),
+            flag=message.flag,
+            properties=encode_properties(properties),
+            reconsume_times=reconsume_times if reconsume_times is not None else 0,
+            max_reconsume_times=max_reconsume_times,
+            batch=batch,
+            broker_name=mq.broker_name,
+        )
+        return address, header, body

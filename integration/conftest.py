@@ -8,11 +8,27 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
+import trio
 
+from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import ClusterError
+from rocketmq_py.protocol import (
+    GetRouteInfoRequestHeader,
+    MessageExt,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    TopicRouteData,
+    decode_body,
+    decode_messages,
+    from_ext_fields,
+    to_ext_fields,
+)
 from rocketmq_py.testing import Cluster, start_cluster
 
 
@@ -52,3 +68,64 @@ def create_topic(cluster: Cluster) -> Callable[..., str]:
         return topic
 
     return create
+
+
+PullAll = Callable[..., Awaitable[list[MessageExt]]]
+
+
+@pytest.fixture
+def pull_all(cluster: Cluster) -> PullAll:
+    """Read every message of a topic back with raw PULL_MESSAGE requests (no consumer group state).
+
+    ``await pull_all(topic)`` returns the messages of every queue of every broker, in (broker,
+    queue, offset) order; ``expect=N`` keeps pulling (up to ``wait`` seconds) until N are there.
+    """
+
+    async def pull(topic: str, *, expect: int | None = None, wait: float = 15.0) -> list[MessageExt]:
+        deadline = trio.current_time() + wait
+        async with ConnectionPool() as pool:
+            while True:
+                found = await _pull_once(pool, cluster, topic)
+                if expect is None or len(found) >= expect or trio.current_time() > deadline:
+                    return found
+                await trio.sleep(0.3)
+
+    return pull
+
+
+async def _pull_once(pool: ConnectionPool, cluster: Cluster, topic: str) -> list[MessageExt]:
+    route_cmd = RemotingCommand.request(
+        RequestCode.GET_ROUTEINFO_BY_TOPIC,
+        to_ext_fields(GetRouteInfoRequestHeader(topic=topic, accept_standard_json_only=True)),
+    )
+    reply = await pool.request(cluster.namesrv_addr, route_cmd, timeout=10)
+    if reply.code != ResponseCode.SUCCESS:
+        return []
+    route = decode_body(TopicRouteData, reply.body)
+    masters = {b.broker_name: b.broker_addrs[0] for b in route.broker_datas if 0 in b.broker_addrs}
+    found: list[MessageExt] = []
+    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
+        for queue_id in range(qd.read_queue_nums):
+            offset = 0
+            while True:
+                header = PullMessageRequestHeader(
+                    consumer_group="it-raw-reader",
+                    topic=topic,
+                    queue_id=queue_id,
+                    queue_offset=offset,
+                    max_msg_nums=32,
+                    sys_flag=0x4,  # SUBSCRIPTION from this request; no commit, no suspend
+                    commit_offset=0,
+                    suspend_timeout_millis=0,
+                    sub_version=0,
+                    subscription="*",
+                    expression_type="TAG",
+                    broker_name=qd.broker_name,
+                )
+                cmd = RemotingCommand.request(RequestCode.PULL_MESSAGE, to_ext_fields(header))
+                pulled = await pool.request(masters[qd.broker_name], cmd, timeout=10)
+                if pulled.code != ResponseCode.SUCCESS:
+                    break
+                found.extend(decode_messages(pulled.body))
+                offset = from_ext_fields(PullMessageResponseHeader, pulled.ext_fields).next_begin_offset
+    return found

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rocketmq_py.producer._fault import FaultConfig
     from rocketmq_py.producer._producer import Producer
     from rocketmq_py.producer._selectors import select_by_hash, select_by_random, select_by_sharding_key
+    from rocketmq_py.producer._transaction import TransactionProducer, TransactionSendResult
     from rocketmq_py.producer._types import LocalTransactionState, SendResult, SendStatus
     from rocketmq_py.protocol import Message, MessageExt, MessageQueue
 
@@ -43,6 +44,8 @@ _LAZY = {
     "Producer": "rocketmq_py.producer._producer",
     "SendResult": "rocketmq_py.producer._types",
     "SendStatus": "rocketmq_py.producer._types",
+    "TransactionProducer": "rocketmq_py.producer._transaction",
+    "TransactionSendResult": "rocketmq_py.producer._transaction",
     "select_by_hash": "rocketmq_py.producer._selectors",
     "select_by_random": "rocketmq_py.producer._selectors",
     "select_by_sharding_key": "rocketmq_py.producer._selectors",
@@ -83,6 +86,8 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "StateError",
+    "TransactionProducer",
+    "TransactionSendResult",
     "TransportError",
     "__version__",
     "errors",

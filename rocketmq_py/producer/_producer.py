@@ -69,6 +69,10 @@ log = logging.getLogger("rocketmq_py.producer")
 DEFAULT_SEND_TIMEOUT = 3.0
 #: Java ``retryTimesWhenSendFailed``: a failed synchronous send is tried this many more times.
 DEFAULT_RETRY_TIMES = 2
+#: An attempt slower than this is abandoned and retried on another broker. Java's equivalent
+#: (``sendMsgMaxTimeoutPerRequest``) is off, so one hung broker eats the whole send budget; ours
+#: leaves room for the retries. An abandoned attempt may still be stored (at-least-once).
+DEFAULT_ATTEMPT_TIMEOUT = 1.0
 _RETRY_PREFIX = "%RETRY%"
 
 
@@ -90,6 +94,8 @@ class Producer:
         group: the producer group (shown by admin tools; needed for transactions).
         namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
         send_timeout: seconds for a whole send: route lookup plus every attempt.
+        attempt_timeout: seconds one attempt may take before it is abandoned and retried on
+            another broker (``None``: an attempt may use the whole remaining budget, as Java).
         retry_times: extra attempts of a synchronous send after a retriable failure.
         retry_another_broker_when_not_store_ok: retry (on another broker) when the broker stored
             the message but answered a flush/slave warning instead of SEND_OK.
@@ -108,6 +114,7 @@ class Producer:
         *,
         namesrv: str | None = None,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
+        attempt_timeout: float | None = DEFAULT_ATTEMPT_TIMEOUT,
         retry_times: int = DEFAULT_RETRY_TIMES,
         retry_another_broker_when_not_store_ok: bool = False,
         max_message_size: int = MAX_MESSAGE_SIZE,
@@ -126,6 +133,7 @@ class Producer:
         if namesrv is not None:
             self.config.namesrv = namesrv
         self.send_timeout = send_timeout
+        self.attempt_timeout = attempt_timeout
         self.retry_times = retry_times
         self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
         self.max_message_size = max_message_size
@@ -135,7 +143,9 @@ class Producer:
         self.auto_create_topic = auto_create_topic
         self.default_topic_queue_nums = default_topic_queue_nums
         self.fault_config = fault or FaultConfig()
-        self._fault = self.fault_config.build()
+        # Trio's clock, not time.monotonic: latencies and benches then follow the run's clock
+        # (a MockClock in tests), and the table is only read inside the run.
+        self._fault = self.fault_config.build(trio.current_time)
         self._selector = QueueSelector()
         self._instance: ClientInstance | None = None
         self._uniq: UniqKeyGenerator | None = None
@@ -233,12 +243,17 @@ class Producer:
     async def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
         """Send without waiting for the broker (no result, no retry; lost if the broker is down)."""
         validate_message(message, self.max_message_size, reserved=self._reserved)
-        with trio.fail_after(self.send_timeout):
+        with trio.move_on_after(self.send_timeout):
             info = await self.instance.routes.publish_info(message.topic)
             mq = queue or self._selector.select(info, None, self._fault)
             address, header, body = await self._prepare(message, mq, batch=False)
             await self.instance.api.send_message_oneway(address, header, body)
-        self._stats.sent += 1
+            self._stats.sent += 1
+            return
+        # Our error, not trio.TooSlowError (which is outside the error tree).
+        raise RequestTimeout(
+            f"sending to {message.topic} (oneway) did not finish within {self.send_timeout:g} s"
+        )
 
     async def send_batch(
         self,
@@ -294,6 +309,8 @@ class Producer:
         with trio.move_on_after(budget) as scope:
             try:
                 result = await self._attempts(message, batch, selector, arg, queue, errors)
+            except trio.Cancelled:
+                raise  # the deadline (counted below) or the caller's own cancellation
             except BaseException:
                 self._stats.failed += 1
                 raise
@@ -332,9 +349,9 @@ class Producer:
             self._stats.attempts += 1
             if attempt:
                 self._stats.retries += 1
-            started = time.monotonic()
+            started = trio.current_time()
             try:
-                result = await self._send_to(message, mq, info, batch=batch)
+                result = await self._send_to(message, mq, info, batch=batch, single=single)
             except TransportError as exc:
                 self._record(mq.broker_name, started, isolation=True, reachable=True)
                 log.info("send to %s failed (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
@@ -371,15 +388,16 @@ class Producer:
 
     def _record(self, broker: str, started: float, *, isolation: bool, reachable: bool) -> None:
         if self._fault is not None:
-            latency_ms = (time.monotonic() - started) * 1000.0
+            latency_ms = (trio.current_time() - started) * 1000.0
             self._fault.update(broker, latency_ms, isolation, reachable)
 
     async def _send_to(
-        self, message: Message, mq: MessageQueue, info: TopicPublishInfo, *, batch: bool
+        self, message: Message, mq: MessageQueue, info: TopicPublishInfo, *, batch: bool, single: bool = False
     ) -> SendResult:
         address, header, body = await self._prepare(message, mq, batch=batch)
-        # No per-attempt timeout: the send's deadline (the caller's cancel scope) bounds it.
-        reply = await self.instance.api.send_message(address, header, body, batch=batch, timeout=float("inf"))
+        # Bounded by the send's deadline (the caller's cancel scope) and, when set, per attempt.
+        timeout = float("inf") if self.attempt_timeout is None or single else self.attempt_timeout
+        reply = await self.instance.api.send_message(address, header, body, batch=batch, timeout=timeout)
         status = SendStatus.from_response_code(reply.code) or SendStatus.SEND_OK
         return SendResult(
             status=status,

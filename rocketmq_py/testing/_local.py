@@ -70,6 +70,10 @@ _BROKER_DEFAULTS: dict[str, str] = {
     # A loaded 2-core CI box stalls for a moment now and then; Java's 200 ms default makes the broker
     # answer SYSTEM_BUSY to sends that would have succeeded a little later.
     "waitTimeMillsInSendQueue": "1000",
+    # Transaction check-back within seconds instead of a minute (defaults: 6 s timeout, 30 s
+    # interval), so tests of the check callback stay short.
+    "transactionTimeOut": "2000",
+    "transactionCheckInterval": "3000",
 }
 _NAMESRV_BOOT = "The Name Server boot success"
 _BROKER_BOOT = "boot success"

@@ -1,10 +1,11 @@
 """The client instance: one connection pool, route service and heartbeat for one client object.
 
-``async with ClientInstance(config) as instance`` opens a nursery that owns the pool's connections,
-the route refresh loop and the heartbeat loop. Leaving the block unregisters the client's groups
-from every broker it knows (bounded by the request timeout), cancels the loops and closes every
-connection. Producers and consumers register their groups, and handlers for the requests brokers
-send us (transaction checks, rebalance notifications, ...).
+``async with ClientInstance(config) as instance`` opens the connection pool and, inside it, a
+nursery that runs the route refresh loop and the heartbeat loop. Leaving the block unregisters the
+client's groups from every broker it knows (bounded by the request timeout), cancels the loops and
+closes every connection; an error raised in the block leaves it as raised. Producers and
+consumers register their groups, and handlers for the requests brokers send us (transaction
+checks, rebalance notifications, ...).
 """
 
 from __future__ import annotations
@@ -101,7 +102,9 @@ class ClientInstance:
             raise StateError("a ClientInstance can be entered only once")
         stack = AsyncExitStack()
         try:
-            self._nursery = await stack.enter_async_context(open_service_nursery())
+            # The pool first, the services' nursery inside it: leaving cancels the services, then
+            # closes the pool outside any cancelled scope. (The other way round, the pool's
+            # nursery would exit under the outer cancel and wrap the body's error in groups.)
             self._pool = await stack.enter_async_context(
                 ConnectionPool(
                     ssl_context=self.config.ssl_context,
@@ -110,6 +113,7 @@ class ClientInstance:
                     handlers=self._handlers,
                 )
             )
+            self._nursery = await stack.enter_async_context(open_service_nursery())
             self._api = RemotingApi(
                 self._pool, timeout=self.config.request_timeout, serialize_type=self.config.serialize_type
             )

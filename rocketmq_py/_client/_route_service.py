@@ -31,7 +31,7 @@ from rocketmq_py._client._route import (
     route_changed,
     subscribe_queues,
 )
-from rocketmq_py.errors import BrokerError, RouteNotFound, TopicNotExist, TransportError
+from rocketmq_py.errors import BrokerError, ProtocolError, RouteNotFound, TopicNotExist, TransportError
 from rocketmq_py.protocol import MessageQueue, TopicRouteData
 
 __all__ = ["RouteService"]
@@ -220,7 +220,9 @@ class RouteService:
                 await self.update(topic)
             except TopicNotExist:
                 log.debug("route refresh: %s does not exist (yet)", topic)
-            except (TransportError, BrokerError) as exc:
+            except (TransportError, BrokerError, ProtocolError) as exc:
+                # ProtocolError: a NameServer answered a route we cannot parse; that must not end
+                # the refresh loop (and with it the client).
                 log.warning("route refresh of %s failed, keeping the cached route: %s", topic, exc)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, NoReturn
@@ -93,6 +94,16 @@ class _Slot:
         self.response: RemotingCommand | None = None
 
 
+class _Flush:
+    """One write of the writer task: set when its bytes are on the stream (or will never be)."""
+
+    __slots__ = ("done", "written")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.written = False
+
+
 def _code_name(code: int) -> str:
     try:
         return f"{RequestCode(code).name}({code})"
@@ -137,8 +148,11 @@ class Connection:
         self._max_frame_size = max_frame_size
         self._next_opaque = 0
         self._pending: dict[int, _Slot] = {}
-        self._write_lock = trio.Lock()
+        # Frames waiting for the writer task, and the flush they will be part of.
         self._outbox: list[bytes] = []
+        self._outbox_frames = 0
+        self._flush = _Flush()
+        self._writer_wakeup = trio.Event()
         self._serve_scope = trio.CancelScope()
         self._handler_nursery: trio.Nursery | None = None
         self._closed_reason: str | None = None
@@ -202,15 +216,23 @@ class Connection:
         opaque = command.opaque
         slot = _Slot()
         self._pending[opaque] = slot
+        data = command.encode()
+        self._enqueue(data, 1)
         try:
-            with trio.fail_after(timeout):
-                await self._write(command.encode())
+            if timeout == math.inf:
                 await slot.done.wait()
+            else:
+                with trio.fail_after(timeout):
+                    await slot.done.wait()
         except trio.TooSlowError:
+            self._take_back(data)
             raise RequestTimeout(
                 f"no response to {_code_name(command.code)} (opaque {opaque}) from {self._address}"
                 f" within {timeout:g} s"
             ) from None
+        except BaseException:
+            self._take_back(data)
+            raise
         finally:
             self._pending.pop(opaque, None)
         response = slot.response
@@ -270,46 +292,65 @@ class Connection:
             command = hook.before_request(command)
         return command
 
-    async def _write(self, data: bytes, frames: int = 1) -> None:
-        """Write ``data`` (whole frames), coalesced with frames other tasks queued meanwhile.
-
-        Returns once ``data`` is on the stream, written by this task or by one that held the
-        lock before it.
-        """
+    def _enqueue(self, data: bytes, frames: int) -> _Flush:
+        """Queue whole frames for the writer task; returns the flush they will go out with."""
         if self._closed_reason is not None:
             self._raise_closed()
         self._outbox.append(data)
-        try:
-            async with self._write_lock:
-                if self._closed_reason is not None:
-                    self._raise_closed()
-                # An empty outbox means the previous holder wrote our bytes with its own.
-                if self._outbox:
-                    chunk = self._outbox[0] if len(self._outbox) == 1 else b"".join(self._outbox)
-                    self._outbox.clear()
-                    await self._send_all(chunk)
-        except BaseException:
-            # Cancelled (or failed) before our bytes were taken: take them back.
-            for index, queued in enumerate(self._outbox):
-                if queued is data:
-                    del self._outbox[index]
-                    break
-            raise
-        self._frames_sent += frames
+        self._outbox_frames += frames
+        self._writer_wakeup.set()
+        return self._flush
 
-    async def _send_all(self, chunk: bytes) -> None:
-        # After this check nothing yields before send_all starts, so a Cancelled out of send_all
-        # means part of the chunk may be on the wire: the stream can no longer be trusted.
-        await trio.lowlevel.checkpoint_if_cancelled()
+    def _take_back(self, data: bytes) -> None:
+        """Withdraw a queued frame the writer has not taken yet (its caller gave up)."""
+        for index, queued in enumerate(self._outbox):
+            if queued is data:
+                del self._outbox[index]
+                self._outbox_frames -= 1
+                return
+
+    async def _write(self, data: bytes, frames: int = 1) -> None:
+        """Write ``data`` (whole frames) and return once it is on the stream.
+
+        The bytes go out with whatever other tasks queued meanwhile, in one write.
+        """
+        flush = self._enqueue(data, frames)
         try:
-            with translate_io_errors(f"writing to {self._address} failed"):
-                await self._stream.send_all(chunk)
-        except ConnectionFailed as exc:
-            self._close(str(exc), exc.__cause__)
+            await flush.done.wait()
+        except BaseException:
+            self._take_back(data)
             raise
-        except trio.Cancelled:
-            self._close(f"a write to {self._address} was cancelled part way; the stream is unusable", None)
-            raise
+        if not flush.written:
+            self._raise_closed()
+
+    async def _write_loop(self) -> None:
+        """The only task that writes: one ``send_all`` for every frame queued since the last one.
+
+        Requests only queue their frame and wait for the response, so a burst of calls from many
+        tasks costs one system call, and no caller's cancellation can cut a write in half.
+        """
+        stream = self._stream
+        while True:
+            await self._writer_wakeup.wait()
+            # Let the other tasks made runnable with us queue their frames first.
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            self._writer_wakeup = trio.Event()
+            if not self._outbox:
+                continue
+            outbox, self._outbox = self._outbox, []
+            frames, self._outbox_frames = self._outbox_frames, 0
+            flush, self._flush = self._flush, _Flush()
+            chunk = outbox[0] if len(outbox) == 1 else b"".join(outbox)
+            try:
+                with translate_io_errors(f"writing to {self._address} failed"):
+                    await stream.send_all(chunk)
+            except ConnectionFailed as exc:
+                self._close(str(exc), exc.__cause__)
+                flush.done.set()
+                return
+            self._frames_sent += frames
+            flush.written = True
+            flush.done.set()
 
     async def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
         if response.opaque != request.opaque or not response.is_response:
@@ -334,6 +375,8 @@ class Connection:
         pending = list(self._pending.values())
         self._pending.clear()
         self._outbox.clear()
+        self._outbox_frames = 0
+        self._flush.done.set()  # not written: waiters raise ConnectionFailed
         for slot in pending:
             slot.done.set()  # with no response: the waiter raises ConnectionFailed
         self._serve_scope.cancel()
@@ -364,6 +407,7 @@ class Connection:
             with self._serve_scope:
                 async with trio.open_nursery() as handler_nursery:
                     self._handler_nursery = handler_nursery
+                    handler_nursery.start_soon(self._write_loop)
                     task_status.started(self)
                     try:
                         await self._read_loop()

@@ -278,6 +278,7 @@ class Producer:
         inner_ids = []
         for message in messages:
             inner_ids.append(self._ensure_uniq_key(message))
+        self._ensure_uniq_key(wrapper)  # Java gives the batch itself an id too (header ``i``)
         wrapper.body = encode_batch(messages)
         if len(wrapper.body) > self.max_message_size:
             raise MessageTooLarge(len(wrapper.body), self.max_message_size)
@@ -412,7 +413,8 @@ class Producer:
     def _ensure_uniq_key(self, message: Message) -> str:
         key = message.properties.get(PropertyKey.UNIQ_KEY)
         if not key:
-            assert self._uniq is not None
+            if self._uniq is None:  # send_batch sets ids before its first await
+                raise StateError("the producer is not started: use `async with Producer(...) as producer`")
             key = self._uniq.next()
             message.properties[PropertyKey.UNIQ_KEY] = key
         return key

@@ -21,9 +21,10 @@ What it offers:
   frames or when a given code arrives, raw garbage bytes, dropping every client now;
 - **default handlers** answering enough of the real protocol for service tests (details in
   ``_fake_store``): ``GET_ROUTEINFO_BY_TOPIC`` from in-memory routes (:meth:`FakeBroker.add_topic`,
-  :meth:`FakeBroker.set_route`), ``SEND_MESSAGE``/``SEND_MESSAGE_V2`` storing messages per
-  (topic, queue), ``PULL_MESSAGE`` answering ``FOUND`` with stored-message records or
-  ``PULL_NOT_FOUND`` (with long polling), consumer offsets, queue bounds and ``HEART_BEAT``.
+  :meth:`FakeBroker.set_route`), ``SEND_MESSAGE``/``SEND_MESSAGE_V2``/``SEND_BATCH_MESSAGE``
+  storing messages per (topic, queue), ``PULL_MESSAGE`` answering ``FOUND`` with stored-message
+  records or ``PULL_NOT_FOUND`` (with long polling), consumer offsets, queue bounds,
+  ``HEART_BEAT`` and ``UNREGISTER_CLIENT``.
 
 Replies, delays and drops run in tasks of the broker's nursery, so they follow trio's clock:
 under ``autojump_clock`` a ten-second delay takes no real time.

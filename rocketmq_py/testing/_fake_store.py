@@ -9,6 +9,9 @@ beyond tags::
     SEND_MESSAGE (10),             append to (topic, queue) at the next queue offset, and answer a
     SEND_MESSAGE_V2 (310)          SendMessageResponseHeader: offset msgId (store host + commit-log
                                    offset), queueId, queueOffset, MSG_REGION, TRACE_ON
+    SEND_BATCH_MESSAGE (320)       append every entry of the batch body to one queue; the msgId is
+                                   the entries' offset msgIds joined by commas, the queueOffset the
+                                   first entry's; a body that does not decode is MESSAGE_ILLEGAL
     PULL_MESSAGE (11)              FOUND with stored-message records; PULL_NOT_FOUND at the end of
                                    the queue (held up to suspendTimeoutMillis when the SUSPEND flag
                                    is set, like long polling); PULL_OFFSET_MOVED outside [min, max];
@@ -17,7 +20,8 @@ beyond tags::
     UPDATE_CONSUMER_OFFSET (15)
     GET_MAX_OFFSET (30),           the queue's bounds (min is always 0: nothing is ever deleted)
     GET_MIN_OFFSET (31)
-    HEART_BEAT (34)                SUCCESS
+    HEART_BEAT (34),               SUCCESS
+    UNREGISTER_CLIENT (35)
 
 Malformed request headers are answered SYSTEM_ERROR, as the broker does.
 """
@@ -31,7 +35,8 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import trio
 
-from rocketmq_py.errors import MalformedHeader, broker_error_for
+from rocketmq_py.errors import MalformedHeader, MalformedMessage, broker_error_for
+from rocketmq_py.protocol._batch import decode_batch
 from rocketmq_py.protocol._bodies import BrokerData, QueueData, TopicRouteData, encode_body
 from rocketmq_py.protocol._codes import RequestCode, ResponseCode
 from rocketmq_py.protocol._command import RemotingCommand
@@ -118,12 +123,14 @@ class FakeStore:
         handlers[RequestCode.GET_ROUTEINFO_BY_TOPIC] = self.get_route
         handlers[RequestCode.SEND_MESSAGE] = self.send_message
         handlers[RequestCode.SEND_MESSAGE_V2] = self.send_message
+        handlers[RequestCode.SEND_BATCH_MESSAGE] = self.send_batch_message
         handlers[RequestCode.PULL_MESSAGE] = self.pull_message
         handlers[RequestCode.QUERY_CONSUMER_OFFSET] = self.query_consumer_offset
         handlers[RequestCode.UPDATE_CONSUMER_OFFSET] = self.update_consumer_offset
         handlers[RequestCode.GET_MAX_OFFSET] = self.get_max_offset
         handlers[RequestCode.GET_MIN_OFFSET] = self.get_min_offset
         handlers[RequestCode.HEART_BEAT] = self.heartbeat
+        handlers[RequestCode.UNREGISTER_CLIENT] = self.unregister_client
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -213,17 +220,22 @@ class FakeStore:
             )
         return _answer(request, body=encode_body(route))
 
-    async def send_message(self, request: RemotingCommand) -> RemotingCommand | None:
-        if request.code == RequestCode.SEND_MESSAGE_V2:
-            header = send_header_from_v2(_parse(SendMessageRequestHeaderV2, request))
-        else:
+    def _send_header(self, request: RemotingCommand) -> tuple[SendMessageRequestHeader, int]:
+        """The request's send header (long or V2 form) and the queue the message goes to."""
+        if request.code == RequestCode.SEND_MESSAGE:
             header = _parse(SendMessageRequestHeader, request)
+        else:
+            header = send_header_from_v2(_parse(SendMessageRequestHeaderV2, request))
         queue_id = header.queue_id
         if queue_id < 0:  # "any queue": the broker picks one; the fake is deterministic
             config = self._check_queue(header.topic, 0, default_queues=header.default_topic_queue_nums)
             queue_id = sum(len(self.queues.get((header.topic, q), ())) for q in range(config.queues))
             queue_id %= config.queues
         self._check_queue(header.topic, queue_id, default_queues=header.default_topic_queue_nums)
+        return header, queue_id
+
+    async def send_message(self, request: RemotingCommand) -> RemotingCommand | None:
+        header, queue_id = self._send_header(request)
         message = Message(
             header.topic,
             request.body,
@@ -237,6 +249,26 @@ class FakeStore:
             msg_id=stored.offset_msg_id,
             queue_id=queue_id,
             queue_offset=stored.queue_offset,
+            extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"},
+        )
+        return _answer(request, header=response)
+
+    async def send_batch_message(self, request: RemotingCommand) -> RemotingCommand | None:
+        header, queue_id = self._send_header(request)
+        try:
+            messages = decode_batch(request.body, header.topic)
+        except MalformedMessage as exc:
+            raise broker_error_for(ResponseCode.MESSAGE_ILLEGAL, f"bad batch body: {exc}") from exc
+        if not messages:
+            raise broker_error_for(ResponseCode.MESSAGE_ILLEGAL, "empty batch body")
+        stored = [
+            self.append(message, queue_id, born_timestamp=header.born_timestamp, sys_flag=header.sys_flag)
+            for message in messages
+        ]
+        response = SendMessageResponseHeader(
+            msg_id=",".join(entry.offset_msg_id for entry in stored),
+            queue_id=queue_id,
+            queue_offset=stored[0].queue_offset,
             extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"},
         )
         return _answer(request, header=response)
@@ -319,6 +351,9 @@ class FakeStore:
         return _answer(request, header=GetMinOffsetResponseHeader(offset=0))
 
     async def heartbeat(self, request: RemotingCommand) -> RemotingCommand | None:
+        return _answer(request)
+
+    async def unregister_client(self, request: RemotingCommand) -> RemotingCommand | None:
         return _answer(request)
 
 

@@ -19,6 +19,7 @@ from rocketmq_py.errors import (
     UnknownSerializeType,
 )
 from rocketmq_py.protocol._command import RemotingCommand
+from rocketmq_py.protocol._frame import FrameBuffer
 from rocketmq_py.testing._fake_broker import FakeBroker
 
 ECHO = 9001  # the fake_broker fixture echoes this code
@@ -202,17 +203,24 @@ async def test_aclose_fails_pending_calls_and_later_calls(
     assert fake_broker.clients == []  # the broker saw the connection end
 
 
-async def test_write_cancelled_part_way_breaks_the_connection(autojump_clock: object) -> None:
-    # lockstep streams: send_all blocks until the other side reads, which it never does.
-    client_side, _server_side = trio.testing.lockstep_stream_pair()
+async def test_a_stuck_write_times_out_the_call_but_never_cuts_a_frame(autojump_clock: object) -> None:
+    # lockstep streams: send_all blocks until the other side reads.
+    client_side, server_side = trio.testing.lockstep_stream_pair()
     conn = Connection(client_side, "memory:1")
     async with trio.open_nursery() as nursery:
         await nursery.start(conn.serve)
         with pytest.raises(RequestTimeout):
-            await conn.request(RemotingCommand.request(ECHO), timeout=2)
-        assert conn.is_closed
-        with pytest.raises(ConnectionFailed, match="cancelled part way"):
-            await conn.request(RemotingCommand.request(ECHO), timeout=2)
+            await conn.request(RemotingCommand.request(ECHO, {"n": "first"}), timeout=2)
+        # The writer task owns the write: the caller's timeout did not cut the frame in half,
+        # so the connection is still usable once the peer reads.
+        assert not conn.is_closed
+        data = await server_side.receive_some()
+        buffer = FrameBuffer()
+        frames = buffer.feed(data)
+        while not frames:
+            frames = buffer.feed(await server_side.receive_some())
+        assert frames[0].ext_fields["n"] == "first"
+        await conn.aclose()
 
 
 async def test_queued_write_cancelled_before_sending_is_withdrawn(autojump_clock: object) -> None:

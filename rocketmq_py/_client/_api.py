@@ -7,11 +7,11 @@ typed value, or a typed :class:`~rocketmq_py.errors.BrokerError` for a non-succe
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from rocketmq_py._transport import ConnectionPool
-from rocketmq_py.errors import broker_error_for
+from rocketmq_py.errors import MalformedHeader, broker_error_for
 from rocketmq_py.protocol import (
     ConsumerListBody,
     CustomHeader,
@@ -29,7 +29,6 @@ from rocketmq_py.protocol import (
     RequestCode,
     ResponseCode,
     SendMessageRequestHeader,
-    SendMessageResponseHeader,
     SerializeType,
     TopicRouteData,
     UnregisterClientRequestHeader,
@@ -43,7 +42,7 @@ from rocketmq_py.protocol import (
     to_ext_fields,
 )
 
-__all__ = ["RemotingApi", "SendReply"]
+__all__ = ["RemotingApi", "SendReply", "send_header_fields", "send_reply"]
 
 # Codes a send reply may carry and still mean "stored" (Java: SEND_OK and the three store warnings).
 _SEND_OK_CODES = frozenset(
@@ -58,11 +57,39 @@ _SEND_OK_CODES = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class SendReply:
-    """The broker's answer to a send: its code (one of the stored codes) and the typed header."""
+    """The broker's answer to a send: its code (one of the stored codes) and where it stored it."""
 
     code: int
-    header: SendMessageResponseHeader
+    msg_id: str
+    queue_id: int
+    queue_offset: int
+    transaction_id: str | None
     region_id: str | None
+
+
+def send_header_fields(header: SendMessageRequestHeader) -> dict[str, str]:
+    """The V2 short-key ``extFields`` of a send header (the typed path; the producer builds them directly)."""
+    return to_ext_fields(send_header_to_v2(header))
+
+
+def send_reply(reply: RemotingCommand) -> SendReply:
+    """Read a successful send reply's header (hot path: no typed-header round trip).
+
+    Raises:
+        MalformedHeader: a required field is missing or not a number.
+    """
+    ext = reply.ext_fields
+    try:
+        return SendReply(
+            code=reply.code,
+            msg_id=ext["msgId"],
+            queue_id=int(ext["queueId"]),
+            queue_offset=int(ext["queueOffset"]),
+            transaction_id=ext.get("transactionId"),
+            region_id=ext.get("MSG_REGION"),
+        )
+    except (KeyError, ValueError) as exc:
+        raise MalformedHeader(f"send reply header is missing or garbles {exc}: {dict(ext)}") from None
 
 
 class RemotingApi:
@@ -121,37 +148,35 @@ class RemotingApi:
     # --- broker: producer side ---------------------------------------------------------------------
 
     def send_command(
-        self, header: SendMessageRequestHeader, body: bytes, *, batch: bool, oneway: bool = False
+        self, ext_fields: Mapping[str, str], body: bytes, *, batch: bool, oneway: bool = False
     ) -> RemotingCommand:
+        """SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE for a batch) with the V2 short-key header ``ext_fields``."""
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        ext = to_ext_fields(send_header_to_v2(header))
-        return RemotingCommand.request(code, ext, body, oneway=oneway, serialize_type=self.serialize_type)
+        return RemotingCommand.request(
+            code, ext_fields, body, oneway=oneway, serialize_type=self.serialize_type
+        )
 
     async def send_message(
         self,
         address: str,
-        header: SendMessageRequestHeader,
+        ext_fields: Mapping[str, str],
         body: bytes,
         *,
         batch: bool = False,
         timeout: float,  # noqa: ASYNC109
     ) -> SendReply:
-        """SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE); raises the BrokerError of a failed send."""
+        """Send a message (V2 header fields, see :func:`send_header_fields`); raises a failed send's BrokerError."""
         reply = await self.pool.request(
-            address, self.send_command(header, body, batch=batch), timeout=timeout
+            address, self.send_command(ext_fields, body, batch=batch), timeout=timeout
         )
         if reply.code not in _SEND_OK_CODES:
             raise broker_error_for(reply.code, reply.remark)
-        return SendReply(
-            code=reply.code,
-            header=from_ext_fields(SendMessageResponseHeader, reply.ext_fields),
-            region_id=reply.ext_fields.get("MSG_REGION"),
-        )
+        return send_reply(reply)
 
     async def send_message_oneway(
-        self, address: str, header: SendMessageRequestHeader, body: bytes, *, batch: bool = False
+        self, address: str, ext_fields: Mapping[str, str], body: bytes, *, batch: bool = False
     ) -> None:
-        await self.pool.oneway(address, self.send_command(header, body, batch=batch, oneway=True))
+        await self.pool.oneway(address, self.send_command(ext_fields, body, batch=batch, oneway=True))
 
     async def end_transaction(
         self, address: str, header: EndTransactionRequestHeader, remark: str | None

@@ -80,6 +80,11 @@ class RouteService:
         """Broker name -> {broker id: address}, from every route seen."""
         return self._brokers
 
+    def cached_publish_info(self, topic: str) -> TopicPublishInfo | None:
+        """The cached publish info of ``topic`` when it has queues (no I/O), else ``None``."""
+        info = self._publish.get(topic)
+        return info if info is not None and info.have_queues else None
+
     def cached_route(self, topic: str) -> TopicRouteData | None:
         return self._routes.get(topic)
 

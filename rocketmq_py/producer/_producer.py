@@ -16,6 +16,7 @@ attempt, as in Java, so a retry never reorders a sharding key.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,7 +52,6 @@ from rocketmq_py.protocol import (
     Message,
     MessageQueue,
     PropertyKey,
-    SendMessageRequestHeader,
     SysFlag,
     UniqKeyGenerator,
     encode_batch,
@@ -64,6 +64,11 @@ from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPR
 __all__ = ["Producer", "ProducerStatistics"]
 
 log = logging.getLogger("rocketmq_py.producer")
+
+
+class _DeadlinePassed(Exception):
+    """Internal: the send's deadline passed (turned into RequestTimeout by ``_send``)."""
+
 
 #: Java ``DefaultMQProducer.sendMsgTimeout``: the whole send, retries and route lookup included.
 DEFAULT_SEND_TIMEOUT = 3.0
@@ -142,6 +147,7 @@ class Producer:
         self.compress_level = compress_level
         self.auto_create_topic = auto_create_topic
         self.default_topic_queue_nums = default_topic_queue_nums
+        self._default_queue_nums_text = str(default_topic_queue_nums)
         self.fault_config = fault or FaultConfig()
         # Trio's clock, not time.monotonic: latencies and benches then follow the run's clock
         # (a MockClock in tests), and the table is only read inside the run.
@@ -246,8 +252,8 @@ class Producer:
         with trio.move_on_after(self.send_timeout):
             info = await self.instance.routes.publish_info(message.topic)
             mq = queue or self._selector.select(info, None, self._fault)
-            address, header, body = await self._prepare(message, mq, batch=False)
-            await self.instance.api.send_message_oneway(address, header, body)
+            address, fields, body = await self._prepare(message, mq, batch=False)
+            await self.instance.api.send_message_oneway(address, fields, body)
             self._stats.sent += 1
             return
         # Our error, not trio.TooSlowError (which is outside the error tree).
@@ -306,24 +312,31 @@ class Producer:
         timeout: float | None,  # noqa: ASYNC109
     ) -> SendResult:
         budget = self.send_timeout if timeout is None else timeout
+        deadline = trio.current_time() + budget
         errors: list[RocketMQError] = []
-        with trio.move_on_after(budget) as scope:
-            try:
-                result = await self._attempts(message, batch, selector, arg, queue, errors)
-            except trio.Cancelled:
-                raise  # the deadline (counted below) or the caller's own cancellation
-            except BaseException:
-                self._stats.failed += 1
-                raise
-            self._stats.sent += 1
-            return result
-        assert scope.cancelled_caught
-        self._stats.failed += 1
-        detail = f"; attempts failed with: {'; '.join(map(str, errors))}" if errors else ""
-        timeout_error = RequestTimeout(
-            f"sending to {message.topic} did not finish within {budget:g} s{detail}"
-        )
-        raise timeout_error from (errors[-1] if errors else None)
+        try:
+            result = await self._attempts(message, batch, selector, arg, queue, errors, deadline)
+        except _DeadlinePassed:
+            self._stats.failed += 1
+            detail = f"; attempts failed with: {'; '.join(map(str, errors))}" if errors else ""
+            timeout_error = RequestTimeout(
+                f"sending to {message.topic} did not finish within {budget:g} s{detail}"
+            )
+            raise timeout_error from (errors[-1] if errors else None)
+        except BaseException:
+            self._stats.failed += 1
+            raise
+        self._stats.sent += 1
+        return result
+
+    async def _publish_info(self, topic: str, deadline: float) -> TopicPublishInfo:
+        routes = self.instance.routes
+        info = routes.cached_publish_info(topic)
+        if info is not None:
+            return info
+        with trio.move_on_at(deadline):
+            return await routes.publish_info(topic)
+        raise _DeadlinePassed
 
     async def _attempts(
         self,
@@ -333,11 +346,15 @@ class Producer:
         arg: Any,
         queue: MessageQueue | None,
         errors: list[RocketMQError],
+        deadline: float,
     ) -> SendResult:
+        """Java's retry loop. One cancel scope per attempt: its timeout is the smaller of the
+        attempt timeout and what is left of the send's deadline."""
         routes = self.instance.routes
-        info = await routes.publish_info(message.topic)
+        info = await self._publish_info(message.topic, deadline)
         single = selector is not None or queue is not None
         attempts = 1 if single else 1 + max(0, self.retry_times)
+        per_attempt = math.inf if self.attempt_timeout is None or single else self.attempt_timeout
         last_broker: str | None = None
         for attempt in range(attempts):
             if queue is not None:
@@ -351,12 +368,17 @@ class Producer:
             if attempt:
                 self._stats.retries += 1
             started = trio.current_time()
+            remaining = deadline - started
+            if remaining <= 0:
+                raise _DeadlinePassed
             try:
-                result = await self._send_to(message, mq, info, batch=batch, single=single)
+                result = await self._send_to(message, mq, batch=batch, timeout=min(per_attempt, remaining))
             except TransportError as exc:
                 self._record(mq.broker_name, started, isolation=True, reachable=True)
                 log.info("send to %s failed (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
                 errors.append(exc)
+                if trio.current_time() >= deadline:
+                    raise _DeadlinePassed from None
                 continue
             except BrokerError as exc:
                 self._record(mq.broker_name, started, isolation=True, reachable=False)
@@ -367,7 +389,7 @@ class Producer:
                 log.info("send to %s refused (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
                 errors.append(exc)
                 if exc.refresh_route:
-                    info = await self._refreshed(message.topic, info)
+                    info = await self._refreshed(message.topic, info, deadline)
                 continue
             self._record(mq.broker_name, started, isolation=False, reachable=True)
             if (
@@ -381,9 +403,9 @@ class Producer:
             raise errors[-1]
         raise RouteNotFound(message.topic, routes.namesrv_addrs, "no attempt could be made")
 
-    async def _refreshed(self, topic: str, info: TopicPublishInfo) -> TopicPublishInfo:
+    async def _refreshed(self, topic: str, info: TopicPublishInfo, deadline: float) -> TopicPublishInfo:
         try:
-            return await self.instance.routes.publish_info(topic)
+            return await self._publish_info(topic, deadline)
         except RocketMQError:
             return info
 
@@ -393,20 +415,24 @@ class Producer:
             self._fault.update(broker, latency_ms, isolation, reachable)
 
     async def _send_to(
-        self, message: Message, mq: MessageQueue, info: TopicPublishInfo, *, batch: bool, single: bool = False
+        self,
+        message: Message,
+        mq: MessageQueue,
+        *,
+        batch: bool,
+        timeout: float,  # noqa: ASYNC109
     ) -> SendResult:
-        address, header, body = await self._prepare(message, mq, batch=batch)
-        # Bounded by the send's deadline (the caller's cancel scope) and, when set, per attempt.
-        timeout = float("inf") if self.attempt_timeout is None or single else self.attempt_timeout
-        reply = await self.instance.api.send_message(address, header, body, batch=batch, timeout=timeout)
-        status = SendStatus.from_response_code(reply.code) or SendStatus.SEND_OK
+        address, ext_fields, body = await self._prepare(message, mq, batch=batch)
+        reply = await self.instance.api.send_message(address, ext_fields, body, batch=batch, timeout=timeout)
         return SendResult(
-            status=status,
+            status=SendStatus.from_response_code(reply.code) or SendStatus.SEND_OK,
             msg_id=message.properties.get(PropertyKey.UNIQ_KEY, ""),
-            offset_msg_id=reply.header.msg_id,
-            queue=MessageQueue(topic=mq.topic, broker_name=mq.broker_name, queue_id=reply.header.queue_id),
-            queue_offset=reply.header.queue_offset,
-            transaction_id=reply.header.transaction_id,
+            offset_msg_id=reply.msg_id,
+            queue=mq
+            if mq.queue_id == reply.queue_id
+            else MessageQueue(mq.topic, mq.broker_name, reply.queue_id),
+            queue_offset=reply.queue_offset,
+            transaction_id=reply.transaction_id,
             region_id=reply.region_id,
         )
 
@@ -421,7 +447,12 @@ class Producer:
 
     async def _prepare(
         self, message: Message, mq: MessageQueue, *, batch: bool
-    ) -> tuple[str, SendMessageRequestHeader, bytes]:
+    ) -> tuple[str, dict[str, str], bytes]:
+        """The broker address, the V2 send header fields and the body of one attempt.
+
+        The header fields are built directly (no typed-header round trip: this runs per message);
+        ``tests/producer`` checks them against :func:`send_header_fields` of the typed header.
+        """
         routes = self.instance.routes
         address = routes.master_address(mq.broker_name)
         if address is None:
@@ -433,35 +464,36 @@ class Producer:
             )
         if not batch:
             self._ensure_uniq_key(message)
-        properties = dict(message.properties)
+        properties = message.properties
         sys_flag = 0
         body = message.body
-        if not batch:
+        if not batch and len(body) >= self.compress_over:
             body, sys_flag = maybe_compress(
                 body, threshold=self.compress_over, kind=self.compress_type, level=self.compress_level
             )
         if properties.get(PropertyKey.TRANSACTION_PREPARED) == "true":
             sys_flag |= SysFlag.TRANSACTION_PREPARED_TYPE
-        reconsume_times = None
+        reconsume_times = "0"
         max_reconsume_times = None
         if mq.topic.startswith(_RETRY_PREFIX):
-            reconsume = properties.pop(PropertyKey.RECONSUME_TIME, None)
-            reconsume_times = int(reconsume) if reconsume else None
-            max_times = properties.pop(PropertyKey.MAX_RECONSUME_TIMES, None)
-            max_reconsume_times = int(max_times) if max_times else None
-        header = SendMessageRequestHeader(
-            producer_group=self.group,
-            topic=mq.topic,
-            default_topic=AUTO_CREATE_TOPIC_KEY,
-            default_topic_queue_nums=self.default_topic_queue_nums,
-            queue_id=mq.queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=int(time.time() * 1000),
-            flag=message.flag,
-            properties=encode_properties(properties),
-            reconsume_times=reconsume_times if reconsume_times is not None else 0,
-            max_reconsume_times=max_reconsume_times,
-            batch=batch,
-            broker_name=mq.broker_name,
-        )
-        return address, header, body
+            properties = dict(properties)
+            reconsume_times = properties.pop(PropertyKey.RECONSUME_TIME, "") or "0"
+            max_reconsume_times = properties.pop(PropertyKey.MAX_RECONSUME_TIMES, None)
+        fields = {
+            "a": self.group,
+            "b": mq.topic,
+            "c": AUTO_CREATE_TOPIC_KEY,
+            "d": self._default_queue_nums_text,
+            "e": str(mq.queue_id),
+            "f": str(sys_flag),
+            "g": str(int(time.time() * 1000)),
+            "h": str(message.flag),
+            "i": encode_properties(properties),
+            "j": reconsume_times,
+            "k": "false",
+            "m": "true" if batch else "false",
+            "n": mq.broker_name,
+        }
+        if max_reconsume_times:
+            fields["l"] = max_reconsume_times
+        return address, fields, body

@@ -141,6 +141,11 @@ def validate_topic(topic: str) -> None:
         raise InvalidTopic(topic, "sending to a system topic is forbidden")
 
 
+# Topics that passed validate_topic: the check runs per message, the names repeat.
+_VALID_TOPICS: set[str] = set()
+_VALID_TOPICS_MAX = 4096
+
+
 def validate_group(group: str) -> None:
     """Check a producer or consumer group name.
 
@@ -195,7 +200,11 @@ def validate_message(
         ReservedProperty: a property key is in ``reserved``, or ``INNER_MULTI_DISPATCH`` (light
             message queue names) contains a ``/``, which Java refuses as a path separator.
     """
-    validate_topic(message.topic)
+    if message.topic not in _VALID_TOPICS:
+        validate_topic(message.topic)
+        if len(_VALID_TOPICS) >= _VALID_TOPICS_MAX:
+            _VALID_TOPICS.clear()
+        _VALID_TOPICS.add(message.topic)
     if not message.body:
         raise EmptyBody(f"the body of a message to topic {message.topic!r} is empty")
     if len(message.body) > max_size:

@@ -86,7 +86,9 @@ async def ours(namesrv: str, topic: str, seconds: float, in_flight: int, size: i
     mean = statistics.fmean(latencies) if latencies else 0.0
     if batch > 1:
         mean, p99 = mean / batch, p99  # mean per message, like the Java batch tool's "message RT"
-    return Figures("rocketmq-py" + (f" batch {batch}" if batch > 1 else ""), sent / elapsed, mean, p99, failed)
+    return Figures(
+        "rocketmq-py" + (f" batch {batch}" if batch > 1 else ""), sent / elapsed, mean, p99, failed
+    )
 
 
 def print_pair(java: Figures, py: Figures) -> None:
@@ -112,7 +114,10 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
     print("Single sends:")
     print_pair(java_f, py_f)
     java_b = run_java_bench(
-        "batch-producer", [*common, "-b", str(args.batch)], namesrv=cluster.namesrv_addr, timeout=args.seconds + 8
+        "batch-producer",
+        [*common, "-b", str(args.batch)],
+        namesrv=cluster.namesrv_addr,
+        timeout=args.seconds + 8,
     )
     java_bf = java_figures(f"Java BatchProducer ({args.batch})", java_b.output)
     py_bf = trio.run(ours, cluster.namesrv_addr, topic, args.seconds, args.in_flight, args.size, args.batch)

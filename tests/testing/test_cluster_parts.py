@@ -180,11 +180,12 @@ def test_stale_cluster_of_a_dead_owner_is_killed(tmp_path: Path) -> None:
     try:
         assert cleanup_stale() == ["stale1"]
         # Generous: on a loaded 2-core CI box a killed process can take a while to be reaped.
+        # Judged by /proc (a killed process may stay a zombie until reaped), generously: on a
+        # loaded 2-core CI box a killed process can take a while to go.
         deadline = time.monotonic() + 30
-        while proc.running() and time.monotonic() < deadline:
+        while _processes.pid_alive(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not proc.running(), _processes._command_line(proc.pid)
-        assert proc.returncode() == -signal.SIGKILL
+        assert not _processes.pid_alive(proc.pid), _processes._command_line(proc.pid)
         assert not workdir.exists()
         assert not reg.path.exists()
     finally:

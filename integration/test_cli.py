@@ -1,0 +1,117 @@
+"""The ``rocketmq-py`` CLI against the real two-broker cluster, checked with mqadmin.
+
+``main()`` is called in-process (it runs its own ``trio.run``); stdout and stderr are captured.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+from rocketmq_py.cli import EXIT_ERROR, EXIT_OK, main
+from rocketmq_py.testing import Cluster, topic_route
+
+
+def _topic(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def _max_offsets(topic_status: str) -> dict[tuple[str, int], int]:
+    """(broker, queue id) -> max offset, from ``mqadmin topicStatus`` output."""
+    out = {}
+    for line in topic_status.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[0].startswith("broker-") and fields[1].isdigit():
+            out[(fields[0], int(fields[1]))] = int(fields[3])
+    return out
+
+
+def test_topic_create_then_route(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    topic = _topic("cli")
+    assert main(["-n", cluster.namesrv_addr, "topic", "create", topic, "--queues", "3"]) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert err == ""
+    for broker in cluster.brokers:
+        assert (
+            f"created {topic} on {broker.name} ({broker.address}): 3 read / 3 write queues, perm RW-" in out
+        )
+
+    route = topic_route(cluster.namesrv_addr, topic)  # the NameServer already shows it
+    assert route is not None
+    assert sorted(
+        (q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm) for q in route.queue_datas
+    ) == [
+        ("broker-a", 3, 3, 6),
+        ("broker-b", 3, 3, 6),
+    ]
+
+    assert main(["route", topic, "-n", cluster.namesrv_addr]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"topic {topic}"
+    assert lines[1].split() == ["BROKER", "CLUSTER", "MASTER", "SLAVES", "READ", "WRITE", "PERM"]
+    rows = [line.split() for line in lines[2:4]]
+    assert rows == [
+        [b.name, cluster.cluster_name, b.address, "-", "3", "3", "RW-", "(6)"] for b in cluster.brokers
+    ]
+    assert lines[4] == "2 broker(s), 6 read / 6 write queues"
+
+
+def test_send_count_20_shows_in_topic_status(
+    cluster: Cluster, create_topic: Callable[..., str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    topic = create_topic(2)
+    argv = ["-n", cluster.namesrv_addr, "send", topic, "--body", "twenty", "--count", "20", "--tags", "T"]
+    assert main([*argv, "--concurrency", "3"]) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert out.startswith(f"sent 20 of 20 message(s) to {topic} in ")
+    assert out.rstrip().endswith(", 0 failed")
+    assert err.splitlines()[-1].startswith("sent 20/20 (100%)  failed 0")
+
+    status = cluster.mqadmin("topicStatus", "-t", topic).check().output
+    offsets = _max_offsets(status)
+    assert set(offsets) == {(b.name, q) for b in cluster.brokers for q in range(2)}, status
+    assert sum(offsets.values()) == 20, status
+
+
+def test_send_one_then_query_it(
+    cluster: Cluster, create_topic: Callable[..., str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    topic = create_topic(2)
+    argv = ["-n", cluster.namesrv_addr, "send", topic, "--body", "héllo cli", "--tags", "TagC"]
+    assert main([*argv, "--keys", "a1,b2", "--property", "color=blue"]) == EXIT_OK
+    out = capsys.readouterr().out
+    found = re.match(
+        r"SEND_OK msgId=(\w+) offsetMsgId=\w+ queue=(broker-\w):(\d+) queueOffset=0$", out.splitlines()[0]
+    )
+    assert found, out
+    shown = cluster.mqadmin("queryMsgById", "-i", found.group(1), "-t", topic, "-f", "UTF-8").check().output
+    assert re.search(r"Message Body:\s+héllo cli", shown), shown
+    assert re.search(r"Tags:\s+\[TagC\]", shown), shown
+    assert re.search(r"Keys:\s+\[a1 b2\]", shown), shown
+    assert "color=blue" in shown
+
+
+def test_errors_exit_1_with_one_line(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = _topic("cli-missing")
+    assert main(["-n", cluster.namesrv_addr, "route", missing]) == EXIT_ERROR
+    assert capsys.readouterr().err == (
+        f"rocketmq-py: error: no route info for topic {missing!r} (name servers: {cluster.namesrv_addr})\n"
+    )
+    argv = [
+        "-n",
+        cluster.namesrv_addr,
+        "topic",
+        "create",
+        _topic("cli"),
+        "--queues",
+        "1",
+        "--cluster",
+        "Nope",
+    ]
+    assert main(argv) == EXIT_ERROR
+    assert capsys.readouterr().err == (
+        f"rocketmq-py: error: no cluster named 'Nope' (clusters: {cluster.cluster_name})\n"
+    )

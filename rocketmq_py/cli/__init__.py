@@ -1,0 +1,79 @@
+"""``rocketmq-py``: routes, topic creation and sending from a shell.
+
+Usage::
+
+    rocketmq-py [-n HOST:PORT] route TOPIC [--json]
+    rocketmq-py [-n HOST:PORT] topic create TOPIC --queues N [--cluster C] [--order]
+    rocketmq-py [-n HOST:PORT] send TOPIC --body TEXT|--body-file F [--tags T] [--keys K1,K2]
+                [--property K=V ...] [--count N] [--concurrency C] [--group G] [-q]
+
+The NameServer defaults to ``ROCKETMQ_NAMESRV``. Exit codes: 0 success, 1 a RocketMQ error (one
+line on stderr, no traceback), 2 a usage error, 130 interrupted.
+
+Modules: ``_parser`` (argv -> a typed command), ``_commands`` (what each command does),
+``_admin`` (NameServer and broker admin calls), ``_format`` (tables), ``_progress``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+import trio
+
+from rocketmq_py.cli._parser import PROG, UsageError, parse_command
+from rocketmq_py.errors import RocketMQError
+
+__all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``rocketmq-py`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+
+    Output goes to ``sys.stdout`` (results) and ``sys.stderr`` (errors, progress).
+    """
+    from rocketmq_py.cli._commands import run_command  # the client stack, only when needed
+
+    out, err = sys.stdout, sys.stderr
+    try:
+        command = parse_command(sys.argv[1:] if argv is None else argv, os.environ)
+    except UsageError as exc:
+        err.write(exc.usage)
+        err.write(f"{PROG}: error: {exc}\n")
+        return EXIT_USAGE
+    except SystemExit as exc:  # --help, --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    try:
+        return trio.run(run_command, command, out, err)
+    except KeyboardInterrupt:
+        err.write(f"\n{PROG}: interrupted\n")
+        return EXIT_INTERRUPTED
+    except RocketMQError as exc:
+        err.write(f"{PROG}: error: {exc}\n")
+        return EXIT_ERROR
+    except BaseExceptionGroup as group:
+        interrupted, others = group.split(KeyboardInterrupt)
+        if interrupted is not None and others is None:
+            err.write(f"\n{PROG}: interrupted\n")
+            return EXIT_INTERRUPTED
+        errors, rest = group.split(RocketMQError)
+        if errors is None or rest is not None:
+            raise
+        for leaf in _leaves(errors):
+            err.write(f"{PROG}: error: {leaf}\n")
+        return EXIT_ERROR
+    finally:
+        out.flush()
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out

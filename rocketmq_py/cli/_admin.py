@@ -1,0 +1,289 @@
+"""Admin calls of the CLI: routes, the cluster table, topic creation (mqadmin ``updateTopic``).
+
+:class:`Admin` asks the NameServers in order, moving on when one cannot be reached (an answer,
+even an error, ends the search), and talks to brokers through one connection pool.
+
+GET_BROKER_CLUSTER_INFO (code 106) answers with a fastjson body whose broker address maps have
+bare int keys::
+
+    {"brokerAddrTable": {"broker-a": {"brokerAddrs": {0: "10.0.0.1:10911"},
+                                      "brokerName": "broker-a", "cluster": "DefaultCluster"}},
+     "clusterAddrTable": {"DefaultCluster": ["broker-a"]}}
+
+Creating a topic follows mqadmin ``updateTopic -c CLUSTER``: UPDATE_AND_CREATE_TOPIC (code 17)
+to every master of the cluster; for an order topic, PUT_KV_CONFIG (code 100) of the
+``ORDER_TOPIC_CONFIG`` entry ``"brokerA:n;brokerB:n"`` on every NameServer; then wait until the
+NameServer's route shows the queues (brokers register the new topic right away).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+import trio
+
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py._client._route import AUTO_CREATE_TOPIC_KEY, MASTER_ID, PERM_READ, PERM_WRITE
+from rocketmq_py._transport import ConnectionPool
+from rocketmq_py.errors import ClientError, MalformedBody, RouteNotFound, TopicNotExist, TransportError
+from rocketmq_py.protocol import (
+    BrokerData,
+    RequestCode,
+    TopicRouteData,
+    UpdateAndCreateTopicRequestHeader,
+)
+from rocketmq_py.protocol._fastjson import parse_fastjson
+
+__all__ = [
+    "DEFAULT_TOPIC_PERM",
+    "ORDER_TOPIC_CONFIG",
+    "Admin",
+    "ClusterInfo",
+    "CreatedQueues",
+    "PutKVConfigRequestHeader",
+    "open_admin",
+    "order_conf",
+    "parse_cluster_info",
+    "route_has_queues",
+]
+
+T = TypeVar("T")
+
+#: Java ``RequestCode.PUT_KV_CONFIG`` (not among the client's codes).
+PUT_KV_CONFIG = 100
+#: The NameServer KV namespace of order topics (Java ``NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG``).
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+#: Read and write (Java ``TopicConfig`` default perm, ``PermName.PERM_READ | PERM_WRITE``).
+DEFAULT_TOPIC_PERM = PERM_READ | PERM_WRITE
+#: Seconds between route polls while waiting for a new topic to appear.
+ROUTE_POLL_INTERVAL = 0.2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PutKVConfigRequestHeader:
+    """PUT_KV_CONFIG (to a NameServer); Java's ``PutKVConfigRequestHeader``."""
+
+    REQUEST_CODE: ClassVar[int | None] = PUT_KV_CONFIG
+
+    namespace: str
+    key: str
+    value: str
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterInfo:
+    """GET_BROKER_CLUSTER_INFO: the brokers the NameServer knows, and the clusters they form.
+
+    Attributes:
+        brokers: broker name -> its addresses (0 is the master).
+        clusters: cluster name -> broker names, sorted.
+    """
+
+    brokers: Mapping[str, BrokerData]
+    clusters: Mapping[str, tuple[str, ...]]
+
+    def masters(self, cluster: str) -> dict[str, str]:
+        """Broker name -> master address, for the brokers of ``cluster`` that have a master.
+
+        Raises:
+            ClientError: no such cluster (the message lists the known ones).
+        """
+        names = self.clusters.get(cluster)
+        if names is None:
+            known = ", ".join(sorted(self.clusters)) or "none"
+            raise ClientError(f"no cluster named {cluster!r} (clusters: {known})")
+        out: dict[str, str] = {}
+        for name in names:
+            broker = self.brokers.get(name)
+            if broker is not None and MASTER_ID in broker.broker_addrs:
+                out[name] = broker.broker_addrs[MASTER_ID]
+        return out
+
+    def only_cluster(self) -> str:
+        """The cluster's name when there is exactly one.
+
+        Raises:
+            ClientError: none, or several (then ``--cluster`` must choose).
+        """
+        if len(self.clusters) == 1:
+            return next(iter(self.clusters))
+        known = ", ".join(sorted(self.clusters)) or "none"
+        raise ClientError(f"choose a cluster with --cluster (clusters: {known})")
+
+
+def parse_cluster_info(body: bytes) -> ClusterInfo:
+    """Decode a GET_BROKER_CLUSTER_INFO body (fastjson: bare int keys).
+
+    Raises:
+        MalformedBody: not JSON, or not the expected shape.
+    """
+    data = parse_fastjson(body)
+    if not isinstance(data, dict):
+        raise MalformedBody("ClusterInfo: expected a JSON object")
+    brokers_raw = _mapping(data.get("brokerAddrTable", {}), "brokerAddrTable")
+    clusters_raw = _mapping(data.get("clusterAddrTable", {}), "clusterAddrTable")
+    brokers = {str(name): BrokerData.from_json(value) for name, value in brokers_raw.items()}
+    clusters: dict[str, tuple[str, ...]] = {}
+    for name, members in clusters_raw.items():
+        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+            raise MalformedBody(f"ClusterInfo.clusterAddrTable[{name!r}]: expected a list of names")
+        clusters[str(name)] = tuple(sorted(members))
+    return ClusterInfo(brokers=brokers, clusters=clusters)
+
+
+def _mapping(value: Any, where: str) -> Mapping[Any, Any]:
+    if value is None:  # fastjson leaves out null fields; an explicit null means the same
+        return {}
+    if not isinstance(value, Mapping):
+        raise MalformedBody(f"ClusterInfo.{where}: expected a JSON object")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedQueues:
+    """What ``create_topic`` did on one broker."""
+
+    broker_name: str
+    address: str
+    queues: int
+    perm: int
+
+
+def order_conf(brokers: Mapping[str, int]) -> str:
+    """``"broker-a:4;broker-b:4"``: an order topic's queues per broker, in broker-name order."""
+    return ";".join(f"{name}:{brokers[name]}" for name in sorted(brokers))
+
+
+def route_has_queues(route: TopicRouteData, brokers: Mapping[str, int]) -> bool:
+    """Whether ``route`` shows, for each broker name, at least the given read and write queues."""
+    shown = {q.broker_name: q for q in route.queue_datas}
+    return all(
+        name in shown and shown[name].read_queue_nums >= n and shown[name].write_queue_nums >= n
+        for name, n in brokers.items()
+    )
+
+
+class Admin:
+    """Typed admin calls against a set of NameServers (see the module docstring).
+
+    Args:
+        api: typed calls over an open pool.
+        namesrv_addrs: the NameServers, in preference order.
+    """
+
+    def __init__(self, api: RemotingApi, namesrv_addrs: list[str]) -> None:
+        self.api = api
+        self.namesrv_addrs = namesrv_addrs
+
+    async def _ask_namesrv(self, call: Callable[[str], Awaitable[T]]) -> T:
+        last: TransportError | None = None
+        for address in self.namesrv_addrs:
+            try:
+                return await call(address)
+            except TransportError as exc:
+                last = exc
+        assert last is not None
+        raise type(last)(f"no NameServer answered ({', '.join(self.namesrv_addrs)}): {last}") from last
+
+    async def route(self, topic: str) -> TopicRouteData:
+        """The NameServer's route for ``topic``.
+
+        Raises:
+            RouteNotFound: the NameServer knows no such topic.
+        """
+        try:
+            return await self._ask_namesrv(lambda addr: self.api.get_route_info(addr, topic))
+        except TopicNotExist:
+            raise RouteNotFound(topic, self.namesrv_addrs) from None
+
+    async def get_broker_cluster_info(self) -> ClusterInfo:
+        """GET_BROKER_CLUSTER_INFO (code 106): every broker and cluster the NameServer knows."""
+
+        async def call(address: str) -> ClusterInfo:
+            reply = await self.api.call(address, RequestCode.GET_BROKER_CLUSTER_INFO)
+            return parse_cluster_info(reply.body)
+
+        return await self._ask_namesrv(call)
+
+    async def create_topic(
+        self,
+        topic: str,
+        queues: int,
+        *,
+        cluster: str | None = None,
+        order: bool = False,
+        perm: int = DEFAULT_TOPIC_PERM,
+    ) -> list[CreatedQueues]:
+        """Create (or update) ``topic`` with ``queues`` read and write queues on every master of ``cluster``.
+
+        Args:
+            cluster: default: the only cluster the NameServer knows.
+            order: an order topic: also register ``broker:queues;...`` as its order conf.
+
+        Returns:
+            One entry per broker, in name order.
+
+        Raises:
+            ClientError: no such cluster, no cluster chosen among several, or no master in it.
+            BrokerError: a broker refused (e.g. the topic name).
+        """
+        info = await self.get_broker_cluster_info()
+        chosen = cluster if cluster is not None else info.only_cluster()
+        masters = info.masters(chosen)
+        if not masters:
+            raise ClientError(f"cluster {chosen!r} has no master broker")
+        header = UpdateAndCreateTopicRequestHeader(
+            topic=topic,
+            default_topic=AUTO_CREATE_TOPIC_KEY,
+            read_queue_nums=queues,
+            write_queue_nums=queues,
+            perm=perm,
+            topic_filter_type="SINGLE_TAG",
+            order=order,
+        )
+        created = []
+        for name in sorted(masters):
+            await self.api.create_topic(masters[name], header)
+            created.append(CreatedQueues(name, masters[name], queues, perm))
+        if order:
+            conf = order_conf({name: queues for name in masters})
+            kv = PutKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic, value=conf)
+            for address in self.namesrv_addrs:  # Java: every NameServer, not just one
+                await self.api.call(address, PUT_KV_CONFIG, kv)
+        return created
+
+    async def wait_for_route(self, topic: str, brokers: Mapping[str, int], timeout: float) -> TopicRouteData:  # noqa: ASYNC109
+        """Poll the route until every broker in ``brokers`` shows its queue count.
+
+        Raises:
+            RouteNotFound: not within ``timeout`` seconds (the message says what was seen).
+        """
+        route: TopicRouteData | None = None
+        with trio.move_on_after(timeout):
+            while True:
+                try:
+                    route = await self.route(topic)
+                except RouteNotFound:
+                    route = None
+                if route is not None and route_has_queues(route, brokers):
+                    return route
+                await trio.sleep(ROUTE_POLL_INTERVAL)
+        seen = "no route" if route is None else f"{sum(q.read_queue_nums for q in route.queue_datas)} queues"
+        raise RouteNotFound(
+            topic, self.namesrv_addrs, f"the route of {topic!r} shows {seen} after {timeout:g} s"
+        )
+
+
+@asynccontextmanager
+async def open_admin(namesrv_addrs: list[str], *, timeout: float) -> AsyncIterator[Admin]:  # noqa: ASYNC109
+    """An :class:`Admin` over a fresh connection pool (closed at the end of the block).
+
+    Args:
+        timeout: seconds per request.
+    """
+    async with ConnectionPool() as pool:
+        yield Admin(RemotingApi(pool, timeout=timeout), namesrv_addrs)

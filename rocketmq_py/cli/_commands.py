@@ -1,0 +1,141 @@
+"""What each command does, as async functions writing to the streams they are given.
+
+Each returns the process exit code; a :class:`~rocketmq_py.errors.RocketMQError` that ends a
+command is left to :func:`rocketmq_py.cli.main` to print.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+import trio
+
+from rocketmq_py.cli._admin import open_admin, order_conf
+from rocketmq_py.cli._format import format_send_result, perm_letters, route_lines
+from rocketmq_py.cli._parser import Command, CreateTopicCommand, RouteCommand, SendCommand
+from rocketmq_py.cli._progress import Progress
+from rocketmq_py.errors import BrokerError, RocketMQError, TransportError
+from rocketmq_py.producer._producer import Producer
+from rocketmq_py.producer._validation import validate_message, validate_topic
+from rocketmq_py.protocol import Message
+
+__all__ = ["SHOW_EACH_MAX", "run_command"]
+
+#: ``send`` prints every result up to this many messages, and a progress display above it.
+SHOW_EACH_MAX = 10
+
+
+async def run_command(command: Command, out: TextIO, err: TextIO) -> int:
+    """Run one parsed command; returns the exit code."""
+    if isinstance(command, RouteCommand):
+        return await run_route(command, out)
+    if isinstance(command, CreateTopicCommand):
+        return await run_create_topic(command, out)
+    return await run_send(command, out, err)
+
+
+async def run_route(command: RouteCommand, out: TextIO) -> int:
+    async with open_admin(list(command.common.namesrv), timeout=command.common.timeout) as admin:
+        route = await admin.route(command.topic)
+    if command.json:
+        out.write(json.dumps(route.to_json(), indent=2, sort_keys=True) + "\n")
+    else:
+        out.write("\n".join(route_lines(command.topic, route)) + "\n")
+    return 0
+
+
+async def run_create_topic(command: CreateTopicCommand, out: TextIO) -> int:
+    validate_topic(command.topic)
+    async with open_admin(list(command.common.namesrv), timeout=command.common.timeout) as admin:
+        created = await admin.create_topic(
+            command.topic, command.queues, cluster=command.cluster, order=command.order
+        )
+        for item in created:
+            out.write(
+                f"created {command.topic} on {item.broker_name} ({item.address}): "
+                f"{item.queues} read / {item.queues} write queues, perm {perm_letters(item.perm)}\n"
+            )
+        if command.order:
+            conf = order_conf({item.broker_name: item.queues for item in created})
+            out.write(
+                f"order conf {conf} stored on the NameServer (routes carry it when the NameServer "
+                "runs with orderMessageEnable=true)\n"
+            )
+        out.flush()
+        route = await admin.wait_for_route(
+            command.topic, {item.broker_name: item.queues for item in created}, command.wait
+        )
+    out.write("\n".join(route_lines(command.topic, route)) + "\n")
+    return 0
+
+
+async def run_send(command: SendCommand, out: TextIO, err: TextIO) -> int:
+    """Send ``count`` messages with ``concurrency`` tasks; failures are counted, not fatal.
+
+    A broker or transport error fails one message and the run goes on (exit code 1 at the end);
+    an invalid message or a missing route stops the run at once.
+    """
+
+    def message() -> Message:
+        return Message(
+            command.topic, command.body, tags=command.tags, keys=command.keys, properties=command.properties
+        )
+
+    validate_message(message())  # fail before connecting (and before any progress line)
+    show_each = command.count <= SHOW_EACH_MAX
+    progress = Progress(command.count, err, enabled=not show_each and not command.quiet)
+    remaining = iter(range(command.count))
+    last_error: BaseException | None = None
+
+    producer = Producer(
+        command.group,
+        namesrv=";".join(command.common.namesrv),
+        send_timeout=command.common.timeout,
+        request_timeout=command.common.timeout,
+    )
+
+    async def worker() -> None:
+        nonlocal last_error
+        for number in remaining:  # shared by the workers: each message is sent once
+            try:
+                result = await producer.send(message())
+            except (BrokerError, TransportError) as exc:
+                last_error = exc
+                progress.failed()
+                if show_each:
+                    err.write(f"#{number + 1} failed: {exc}\n")
+                continue
+            progress.sent()
+            if show_each:
+                out.write(format_send_result(result) + "\n")
+
+    async with producer:
+        try:
+            async with trio.open_nursery() as nursery:
+                for _ in range(min(command.concurrency, command.count)):
+                    nursery.start_soon(worker)
+        except BaseExceptionGroup as group:
+            # A worker stopped the run (invalid message, no route): report that error itself.
+            raise _single_error(group) from None
+        finally:
+            progress.finish()
+    out.write(
+        f"sent {progress.ok} of {command.count} message(s) to {command.topic} in "
+        f"{progress.elapsed:.2f} s ({progress.rate:.1f} msg/s), {progress.errors} failed\n"
+    )
+    if progress.errors:
+        err.write(f"rocketmq-py: error: {progress.errors} send(s) failed; last error: {last_error}\n")
+        return 1
+    return 0
+
+
+def _single_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first error of ``group`` when all are ours (workers failing alike), else the group."""
+    matched, rest = group.split(RocketMQError)
+    if matched is None or rest is not None:
+        return group
+    first: BaseException = matched
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first

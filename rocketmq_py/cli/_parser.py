@@ -1,0 +1,270 @@
+"""Command-line parsing: argv -> one typed command value (no I/O besides ``--body-file``).
+
+``-n/--namesrv`` and ``--timeout`` are accepted before the command and after it
+(``rocketmq-py -n h:9876 route T`` and ``rocketmq-py route T -n h:9876``); the NameServer
+defaults to ``ROCKETMQ_NAMESRV``. Every mistake raises :class:`UsageError` (exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+from rocketmq_py import __version__
+from rocketmq_py._client._config import DEFAULT_REQUEST_TIMEOUT, parse_namesrv_addrs
+from rocketmq_py.errors import ClientError
+
+__all__ = [
+    "CLI_PRODUCER_GROUP",
+    "Command",
+    "Common",
+    "CreateTopicCommand",
+    "RouteCommand",
+    "SendCommand",
+    "UsageError",
+    "build_parser",
+    "parse_command",
+]
+
+#: The producer group of ``send`` (shown by ``mqadmin producerConnection``).
+CLI_PRODUCER_GROUP = "rocketmq-py-cli"
+#: Seconds ``topic create`` waits for the NameServer route to show the new queues.
+DEFAULT_ROUTE_WAIT = 30.0
+PROG = "rocketmq-py"
+
+
+class UsageError(Exception):
+    """The command line is wrong; ``usage`` is the usage text of the (sub)command."""
+
+    def __init__(self, message: str, usage: str = "") -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+@dataclass(frozen=True, slots=True)
+class Common:
+    """Options of every command."""
+
+    namesrv: tuple[str, ...]
+    timeout: float = DEFAULT_REQUEST_TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
+class RouteCommand:
+    common: Common
+    topic: str
+    json: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicCommand:
+    common: Common
+    topic: str
+    queues: int
+    cluster: str | None = None
+    order: bool = False
+    wait: float = DEFAULT_ROUTE_WAIT
+
+
+@dataclass(frozen=True, slots=True)
+class SendCommand:
+    common: Common
+    topic: str
+    body: bytes
+    tags: str | None = None
+    keys: tuple[str, ...] = ()
+    properties: Mapping[str, str] = field(default_factory=dict)
+    count: int = 1
+    group: str = CLI_PRODUCER_GROUP
+    concurrency: int = 1
+    quiet: bool = False
+
+
+Command = RouteCommand | CreateTopicCommand | SendCommand
+
+
+class _Parser(argparse.ArgumentParser):
+    """Raises UsageError instead of printing and exiting (``--help`` still exits 0)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.format_usage())
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+    return value
+
+
+def _property(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, not {text!r}")
+    return key, value
+
+
+def _common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    # After the command, defaults are SUPPRESSed so they do not overwrite values given before it.
+    default_ns: object = argparse.SUPPRESS if suppress else None
+    default_timeout: object = argparse.SUPPRESS if suppress else DEFAULT_REQUEST_TIMEOUT
+    parser.add_argument(
+        "-n",
+        "--namesrv",
+        metavar="HOST:PORT[;HOST:PORT]",
+        default=default_ns,
+        help="NameServer address(es); default: $ROCKETMQ_NAMESRV",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=default_timeout,
+        help=f"per request, and per send including retries (default {DEFAULT_REQUEST_TIMEOUT:g})",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``rocketmq-py`` and its commands."""
+    parser = _Parser(prog=PROG, description="Apache RocketMQ from the command line (rocketmq-py).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _common_options(parser, suppress=False)
+    common = _Parser(add_help=False)
+    _common_options(common, suppress=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
+
+    route = commands.add_parser(
+        "route", parents=[common], help="show a topic's route: brokers, queues, permissions"
+    )
+    route.add_argument("topic", metavar="TOPIC")
+    route.add_argument("--json", action="store_true", help="print the route as JSON")
+
+    topic = commands.add_parser("topic", help="manage topics")
+    topic_commands = topic.add_subparsers(
+        dest="topic_command", metavar="ACTION", required=True, parser_class=_Parser
+    )
+    create = topic_commands.add_parser(
+        "create", parents=[common], help="create or update a topic on every master of a cluster"
+    )
+    create.add_argument("topic", metavar="TOPIC")
+    create.add_argument(
+        "--queues", type=_positive_int, required=True, metavar="N", help="read and write queues per broker"
+    )
+    create.add_argument("--cluster", metavar="C", help="the cluster (default: the only one)")
+    create.add_argument("--order", action="store_true", help="an order topic (orderTopicConf)")
+    create.add_argument(
+        "--wait",
+        type=_seconds,
+        default=DEFAULT_ROUTE_WAIT,
+        metavar="SECONDS",
+        help=f"wait this long for the route to show the queues (default {DEFAULT_ROUTE_WAIT:g})",
+    )
+
+    send = commands.add_parser("send", parents=[common], help="send messages")
+    send.add_argument("topic", metavar="TOPIC")
+    body = send.add_mutually_exclusive_group(required=True)
+    body.add_argument("--body", metavar="TEXT", help="the message body (UTF-8)")
+    body.add_argument("--body-file", metavar="FILE", help="read the body from FILE ('-': stdin)")
+    send.add_argument("--tags", metavar="TAG", help="the message tag")
+    send.add_argument("--keys", metavar="K1,K2", help="message keys, comma-separated")
+    send.add_argument(
+        "--property",
+        dest="properties",
+        type=_property,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a user property (repeatable)",
+    )
+    send.add_argument("--count", type=_positive_int, default=1, metavar="N", help="messages to send")
+    send.add_argument(
+        "--group",
+        default=CLI_PRODUCER_GROUP,
+        metavar="G",
+        help=f"producer group (default {CLI_PRODUCER_GROUP})",
+    )
+    send.add_argument(
+        "--concurrency", type=_positive_int, default=1, metavar="C", help="sends in flight at once"
+    )
+    send.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    return parser
+
+
+def _namesrv(value: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+    text = value if value is not None else environ.get("ROCKETMQ_NAMESRV", "")
+    if not text.replace(";", "").strip():
+        raise UsageError("no NameServer: pass -n HOST:PORT or set ROCKETMQ_NAMESRV")
+    try:
+        return tuple(parse_namesrv_addrs(text))
+    except ClientError as exc:
+        raise UsageError(f"-n/--namesrv: {exc}") from None
+
+
+def _read_body(path: str) -> bytes:
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read --body-file {path}: {exc.strerror or exc}") from None
+
+
+def parse_command(argv: Sequence[str], environ: Mapping[str, str]) -> Command:
+    """Parse a command line (without the program name).
+
+    Args:
+        environ: where ``ROCKETMQ_NAMESRV`` is looked up.
+
+    Raises:
+        UsageError: a wrong command line, no NameServer, or an unreadable ``--body-file``.
+        SystemExit: ``--help`` or ``--version`` (after printing; code 0).
+    """
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
+    try:
+        return _command(args, environ)
+    except UsageError as exc:
+        exc.usage = exc.usage or parser.format_usage()
+        raise
+
+
+def _command(args: argparse.Namespace, environ: Mapping[str, str]) -> Command:
+    common = Common(namesrv=_namesrv(args.namesrv, environ), timeout=args.timeout)
+    if args.command == "route":
+        return RouteCommand(common, args.topic, json=args.json)
+    if args.command == "topic":
+        return CreateTopicCommand(
+            common, args.topic, args.queues, cluster=args.cluster, order=args.order, wait=args.wait
+        )
+    assert args.command == "send"
+    body = args.body.encode() if args.body is not None else _read_body(args.body_file)
+    keys = tuple(k.strip() for k in (args.keys or "").split(",") if k.strip())
+    return SendCommand(
+        common,
+        args.topic,
+        body,
+        tags=args.tags,
+        keys=keys,
+        properties=dict(args.properties),
+        count=args.count,
+        group=args.group,
+        concurrency=args.concurrency,
+        quiet=args.quiet,
+    )

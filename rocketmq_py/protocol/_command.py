@@ -324,30 +324,37 @@ def _utf8(value: object, what: str) -> bytes:
 
 
 def _encode_json_header(cmd: RemotingCommand) -> bytes:
+    """Keys in alphabetical order, as fastjson writes them; compact; UTF-8.
+
+    Built from pieces (the fixed fields formatted, ``extFields`` and ``remark`` through the JSON
+    encoder): the same bytes as encoding the whole object with ``sort_keys``, at half the cost.
+    """
     language = _int_in(cmd.language, 0, 255, "language")
     name = _LANGUAGE_NAMES.get(language)
     if name is None:
         raise LocalProtocolError(f"language {language} has no LanguageCode name for a JSON header")
-    obj: dict[str, object] = {
-        "code": _int_in(cmd.code, _I32_MIN, _I32_MAX, "code"),
-        "flag": _int_in(cmd.flag, _I32_MIN, _I32_MAX, "flag"),
-        "language": name,
-        "opaque": _int_in(cmd.opaque, _I32_MIN, _I32_MAX, "opaque"),
-        "serializeTypeCurrentRPC": "JSON",
-        "version": _int_in(cmd.version, _I32_MIN, _I32_MAX, "version"),
-    }
+    code = _int_in(cmd.code, _I32_MIN, _I32_MAX, "code")
+    flag = _int_in(cmd.flag, _I32_MIN, _I32_MAX, "flag")
+    opaque = _int_in(cmd.opaque, _I32_MIN, _I32_MAX, "opaque")
+    version = _int_in(cmd.version, _I32_MIN, _I32_MAX, "version")
+    ext_part = ""
     if cmd.ext_fields:
-        ext = dict(cmd.ext_fields)
+        ext = cmd.ext_fields
         for key, value in ext.items():
-            if not (isinstance(key, str) and isinstance(value, str)):
+            if type(key) is not str or type(value) is not str:
                 raise LocalProtocolError(f"extFields entry {key!r}: {value!r} is not str -> str")
-        obj["extFields"] = ext
+        ext_part = f'"extFields":{_JSON_ENCODER.encode(dict(ext))},'
+    remark_part = ""
     if cmd.remark is not None:
         if not isinstance(cmd.remark, str):
             raise LocalProtocolError(f"remark must be a str, not {type(cmd.remark).__name__}")
-        obj["remark"] = cmd.remark
+        remark_part = f',"remark":{_JSON_ENCODER.encode(cmd.remark)}'
+    text = (
+        f'{{"code":{code},{ext_part}"flag":{flag},"language":"{name}","opaque":{opaque}'
+        f'{remark_part},"serializeTypeCurrentRPC":"JSON","version":{version}}}'
+    )
     try:
-        return _JSON_ENCODER.encode(obj).encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise LocalProtocolError(f"header text is not encodable as UTF-8: {exc}") from exc
 

@@ -1,0 +1,18 @@
+"""The consumer's decision modules are pure: importing them pulls in no I/O library."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+PURE_MODULES = ("rocketmq_py.consumer._allocate",)
+
+
+def test_consumer_decision_modules_import_no_io_library() -> None:
+    code = (
+        "import importlib, sys\n"
+        f"for name in {PURE_MODULES!r}: importlib.import_module(name)\n"
+        "bad = sorted({'trio', 'socket', 'ssl', 'asyncio'} & set(sys.modules))\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -14,6 +14,7 @@ from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import MalformedHeader, broker_error_for
 from rocketmq_py.protocol import (
     ConsumerListBody,
+    ConsumerSendMsgBackRequestHeader,
     CustomHeader,
     EndTransactionRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -25,14 +26,20 @@ from rocketmq_py.protocol import (
     HeartbeatData,
     HeartbeatRequestHeader,
     MessageExt,
+    PullMessageRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
     RemotingCommand,
     RequestCode,
     ResponseCode,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
     SendMessageRequestHeader,
     SerializeType,
     TopicRouteData,
     UnregisterClientRequestHeader,
     UpdateAndCreateTopicRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
     decode_body,
     decode_messages,
@@ -51,6 +58,16 @@ _SEND_OK_CODES = frozenset(
         ResponseCode.FLUSH_DISK_TIMEOUT,
         ResponseCode.FLUSH_SLAVE_TIMEOUT,
         ResponseCode.SLAVE_NOT_AVAILABLE,
+    }
+)
+
+
+_PULL_CODES = frozenset(
+    {
+        ResponseCode.SUCCESS,
+        ResponseCode.PULL_NOT_FOUND,
+        ResponseCode.PULL_RETRY_IMMEDIATELY,
+        ResponseCode.PULL_OFFSET_MOVED,
     }
 )
 
@@ -230,6 +247,91 @@ class RemotingApi:
         header = GetMinOffsetRequestHeader(topic=topic, queue_id=queue_id, broker_name=broker_name)
         reply = await self.call(address, RequestCode.GET_MIN_OFFSET, header)
         return from_ext_fields(GetMinOffsetResponseHeader, reply.ext_fields).offset
+
+    async def search_offset(
+        self, address: str, topic: str, queue_id: int, timestamp_ms: int, broker_name: str | None = None
+    ) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP: the queue offset of the first message stored at or after ``timestamp_ms``."""
+        header = SearchOffsetRequestHeader(
+            topic=topic, queue_id=queue_id, timestamp=timestamp_ms, broker_name=broker_name
+        )
+        reply = await self.call(address, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header)
+        return from_ext_fields(SearchOffsetResponseHeader, reply.ext_fields).offset
+
+    # --- broker: consumer side ---------------------------------------------------------------------
+
+    async def pull_message(
+        self,
+        address: str,
+        header: PullMessageRequestHeader,
+        *,
+        timeout: float,  # noqa: ASYNC109 - Java's CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND, longer than the broker's hold
+    ) -> RemotingCommand:
+        """PULL_MESSAGE; returns the reply for FOUND / NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_MOVED, raises otherwise."""
+        return await self.call(address, RequestCode.PULL_MESSAGE, header, timeout=timeout, ok=_PULL_CODES)
+
+    async def query_consumer_offset(
+        self, address: str, group: str, topic: str, queue_id: int, broker_name: str
+    ) -> int:
+        """The group's stored offset of a queue; -1 when the broker has none (QUERY_NOT_FOUND)."""
+        header = QueryConsumerOffsetRequestHeader(
+            consumer_group=group, topic=topic, queue_id=queue_id, broker_name=broker_name
+        )
+        reply = await self.call(
+            address,
+            RequestCode.QUERY_CONSUMER_OFFSET,
+            header,
+            ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+        )
+        if reply.code == ResponseCode.QUERY_NOT_FOUND:
+            return -1
+        return from_ext_fields(QueryConsumerOffsetResponseHeader, reply.ext_fields).offset
+
+    def _update_offset_header(
+        self, group: str, topic: str, queue_id: int, offset: int, broker_name: str
+    ) -> UpdateConsumerOffsetRequestHeader:
+        return UpdateConsumerOffsetRequestHeader(
+            consumer_group=group,
+            topic=topic,
+            queue_id=queue_id,
+            commit_offset=offset,
+            broker_name=broker_name,
+        )
+
+    async def update_consumer_offset(
+        self, address: str, group: str, topic: str, queue_id: int, offset: int, broker_name: str
+    ) -> None:
+        header = self._update_offset_header(group, topic, queue_id, offset, broker_name)
+        await self.call(address, RequestCode.UPDATE_CONSUMER_OFFSET, header)
+
+    async def update_consumer_offset_oneway(
+        self, address: str, group: str, topic: str, queue_id: int, offset: int, broker_name: str
+    ) -> None:
+        header = self._update_offset_header(group, topic, queue_id, offset, broker_name)
+        await self.oneway(address, RequestCode.UPDATE_CONSUMER_OFFSET, header)
+
+    async def consumer_send_msg_back(
+        self,
+        address: str,
+        message: MessageExt,
+        group: str,
+        *,
+        delay_level: int,
+        max_reconsume_times: int,
+        broker_name: str | None,
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK: the broker re-queues ``message`` to the group's retry topic (or DLQ)."""
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=message.commit_log_offset,
+            group=group,
+            delay_level=delay_level,
+            origin_msg_id=message.msg_id,
+            origin_topic=message.topic,
+            unit_mode=False,
+            max_reconsume_times=max_reconsume_times,
+            broker_name=broker_name,
+        )
+        await self.call(address, RequestCode.CONSUMER_SEND_MSG_BACK, header)
 
     async def view_message(self, address: str, commit_log_offset: int) -> MessageExt:
         header = ViewMessageRequestHeader(offset=commit_log_offset)

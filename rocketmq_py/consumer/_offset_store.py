@@ -1,0 +1,102 @@
+"""Consume offsets of a clustering consumer group, kept by the brokers (Java ``RemoteBrokerOffsetStore``).
+
+The table holds, per owned queue, the offset to commit: the smallest offset still in flight (see
+``ProcessQueue.remove_messages``), only ever moved forward by consumption. ``persist_all`` sends
+every entry to its broker's master with a oneway UPDATE_CONSUMER_OFFSET (every 5 s, as Java);
+``persist`` sends one synchronously (a queue being dropped, shutdown).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py._client._route_service import RouteService
+from rocketmq_py.errors import RocketMQError, RouteNotFound
+from rocketmq_py.protocol import MessageQueue
+
+__all__ = ["RemoteOffsetStore"]
+
+log = logging.getLogger("rocketmq_py.offsets")
+
+
+class RemoteOffsetStore:
+    """Offsets of one consumer group, committed to the brokers."""
+
+    def __init__(self, api: RemotingApi, routes: RouteService, group: str) -> None:
+        self._api = api
+        self._routes = routes
+        self.group = group
+        self._table: dict[MessageQueue, int] = {}
+
+    def get(self, mq: MessageQueue) -> int:
+        """The offset in memory (-1 when none)."""
+        return self._table.get(mq, -1)
+
+    def update(self, mq: MessageQueue, offset: int, *, increase_only: bool = True) -> None:
+        if offset < 0:
+            return
+        current = self._table.get(mq)
+        if current is None or not increase_only or offset > current:
+            self._table[mq] = offset
+
+    def remove(self, mq: MessageQueue) -> None:
+        self._table.pop(mq, None)
+
+    def snapshot(self) -> dict[MessageQueue, int]:
+        return dict(self._table)
+
+    async def _master(self, mq: MessageQueue) -> str:
+        address = self._routes.master_address(mq.broker_name)
+        if address is None:
+            await self._routes.update(mq.topic)
+            address = self._routes.master_address(mq.broker_name)
+        if address is None:
+            raise RouteNotFound(
+                mq.topic, self._routes.namesrv_addrs, f"broker {mq.broker_name} has no master"
+            )
+        return address
+
+    async def read_from_broker(self, mq: MessageQueue) -> int:
+        """The broker's stored offset (>= 0), -1 when it has none; also kept in memory.
+
+        Raises:
+            RocketMQError: the broker could not be asked (Java's -2: retry later).
+        """
+        offset = await self._api.query_consumer_offset(
+            await self._master(mq), self.group, mq.topic, mq.queue_id, mq.broker_name
+        )
+        if offset >= 0:
+            self.update(mq, offset, increase_only=False)
+        return offset
+
+    async def persist(self, mq: MessageQueue) -> None:
+        """Commit one queue's offset now (synchronous UPDATE_CONSUMER_OFFSET)."""
+        offset = self._table.get(mq)
+        if offset is None:
+            return
+        await self._api.update_consumer_offset(
+            await self._master(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
+        )
+
+    async def persist_all(self, owned: Iterable[MessageQueue] | None = None) -> int:
+        """Commit every offset in memory (oneway), dropping entries of queues no longer owned.
+
+        Returns:
+            How many offsets were sent.
+        """
+        if owned is not None:
+            keep = set(owned)
+            for mq in [mq for mq in self._table if mq not in keep]:
+                del self._table[mq]
+        sent = 0
+        for mq, offset in list(self._table.items()):
+            try:
+                await self._api.update_consumer_offset_oneway(
+                    await self._master(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
+                )
+                sent += 1
+            except RocketMQError as exc:
+                log.warning("persisting the offset of %s failed: %s", mq, exc)
+        return sent

@@ -28,6 +28,7 @@ from rocketmq_py.errors import (
 
 if TYPE_CHECKING:
     from rocketmq_py._client._config import ClientConfig
+    from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
     from rocketmq_py.producer._fault import FaultConfig
     from rocketmq_py.producer._producer import Producer
     from rocketmq_py.producer._selectors import select_by_hash, select_by_random, select_by_sharding_key
@@ -39,6 +40,8 @@ __version__ = "0.1.0.dev0"
 
 _LAZY = {
     "ClientConfig": "rocketmq_py._client._config",
+    "ConsumeStatus": "rocketmq_py.consumer._push",
+    "PushConsumer": "rocketmq_py.consumer._push",
     "FaultConfig": "rocketmq_py.producer._fault",
     "LocalTransactionState": "rocketmq_py.producer._types",
     "Producer": "rocketmq_py.producer._producer",
@@ -72,6 +75,7 @@ __all__ = [
     "BrokerError",
     "ClientConfig",
     "ClientError",
+    "ConsumeStatus",
     "FaultConfig",
     "InvalidMessage",
     "LocalTransactionState",
@@ -80,6 +84,7 @@ __all__ = [
     "MessageQueue",
     "Producer",
     "ProtocolError",
+    "PushConsumer",
     "RequestTimeout",
     "RocketMQError",
     "RouteNotFound",

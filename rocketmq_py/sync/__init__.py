@@ -17,12 +17,14 @@ from rocketmq_py.producer._selectors import select_by_hash
 from rocketmq_py.producer._types import SendResult, SendStatus
 from rocketmq_py.protocol import Message, MessageQueue
 from rocketmq_py.sync._producer import Producer
+from rocketmq_py.sync._push import PushConsumer
 from rocketmq_py.sync._transaction import TransactionProducer
 
 __all__ = [
     "Message",
     "MessageQueue",
     "Producer",
+    "PushConsumer",
     "SendResult",
     "SendStatus",
     "TransactionProducer",

@@ -18,10 +18,12 @@ import rocketmq_py.sync
 PAIRS: list[tuple[type[Any], type[Any]]] = [
     (rocketmq_py.Producer, rocketmq_py.sync.Producer),
     (rocketmq_py.TransactionProducer, rocketmq_py.sync.TransactionProducer),
+    (rocketmq_py.PushConsumer, rocketmq_py.sync.PushConsumer),
 ]
 #: Public names of the async classes with no blocking counterpart, and why.
 ASYNC_ONLY = {
     "instance": "the ClientInstance: async internals bound to the loop thread",
+    "offsets": "the consumer's offset store: loop-bound state",
 }
 #: Async name -> blocking name.
 RENAMED = {"aclose": "close"}

@@ -1,0 +1,103 @@
+"""The blocking :class:`PushConsumer`: :class:`rocketmq_py.PushConsumer` in a trio thread."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rocketmq_py._client._config import ClientConfig
+from rocketmq_py.consumer._allocate import AllocateStrategy
+from rocketmq_py.consumer._flow import (
+    CONSUME_CONCURRENCY,
+    CONSUME_MESSAGE_BATCH_MAX_SIZE,
+    CONSUME_TIMEOUT_MS,
+    MAX_RECONSUME_TIMES,
+    PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
+    PULL_BATCH_SIZE,
+    REBALANCE_INTERVAL_MS,
+    FlowLimits,
+)
+from rocketmq_py.consumer._push import Listener, QueueStatistics
+from rocketmq_py.consumer._push import PushConsumer as AsyncPushConsumer
+from rocketmq_py.protocol import ConsumeFromWhere, MessageModel, MessageQueue
+from rocketmq_py.sync._facade import SyncClient
+
+__all__ = ["PushConsumer"]
+
+
+class PushConsumer(SyncClient[AsyncPushConsumer]):
+    """Consumes topics with a listener, blocking API (Java ``DefaultMQPushConsumer``).
+
+    The listener runs in the consumer's trio thread (async) or a worker thread (plain function)::
+
+        consumer = PushConsumer("my-group", namesrv="127.0.0.1:9876", listener=handle)
+        consumer.subscribe("orders", "TagA || TagB")
+        consumer.start()
+        ...
+        consumer.shutdown()
+
+    Args: as :class:`rocketmq_py.PushConsumer`.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        namesrv: str | None = None,
+        listener: Listener | None = None,
+        strategy: str | AllocateStrategy = "AVG",
+        message_model: MessageModel | str = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp: str | None = None,
+        consume_concurrency: int = CONSUME_CONCURRENCY,
+        consume_batch_max_size: int = CONSUME_MESSAGE_BATCH_MAX_SIZE,
+        pull_batch_size: int = PULL_BATCH_SIZE,
+        max_reconsume_times: int = MAX_RECONSUME_TIMES,
+        consume_timeout: float = CONSUME_TIMEOUT_MS / 1000,
+        flow_limits: FlowLimits | None = None,
+        rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
+        persist_interval: float = PERSIST_CONSUMER_OFFSET_INTERVAL_MS / 1000,
+        config: ClientConfig | None = None,
+        **client_options: Any,
+    ) -> None:
+        super().__init__(
+            AsyncPushConsumer(
+                group,
+                namesrv=namesrv,
+                listener=listener,
+                strategy=strategy,
+                message_model=message_model,
+                consume_from_where=consume_from_where,
+                consume_timestamp=consume_timestamp,
+                consume_concurrency=consume_concurrency,
+                consume_batch_max_size=consume_batch_max_size,
+                pull_batch_size=pull_batch_size,
+                max_reconsume_times=max_reconsume_times,
+                consume_timeout=consume_timeout,
+                flow_limits=flow_limits,
+                rebalance_interval=rebalance_interval,
+                persist_interval=persist_interval,
+                config=config,
+                **client_options,
+            )
+        )
+
+    def subscribe(self, topic: str, expression: str = "*", *, expression_type: str = "TAG") -> None:
+        """Consume ``topic`` (before ``start()``, or while running)."""
+        self._read(self._client.subscribe, topic, expression, expression_type=expression_type)
+
+    def register_listener(self, listener: Listener) -> None:
+        self._read(self._client.register_listener, listener)
+
+    @property
+    def client_id(self) -> str:
+        return self._read(lambda: self._client.client_id)
+
+    def owned_queues(self) -> list[MessageQueue]:
+        return self._read(self._client.owned_queues)
+
+    def statistics(self) -> list[QueueStatistics]:
+        return self._call_sync(self._client.statistics)
+
+    def rebalance(self) -> None:
+        """Rebalance every subscribed topic now."""
+        self._call(self._client.rebalance)

@@ -221,9 +221,12 @@ class PushConsumer:
             self._rebalance_now.set()
 
     def _set_subscription(self, topic: str, expression: str, kind: ExpressionType) -> None:
-        sub = build_subscription_data(
-            topic, expression, sub_version=time.time_ns() // 1_000_000, expression_type=kind
-        )
+        version = time.time_ns() // 1_000_000
+        old = self._subscriptions.get(topic)
+        if old is not None and version <= old.sub_version:
+            # The broker keeps a registered subscription unless the new subVersion is greater.
+            version = old.sub_version + 1
+        sub = build_subscription_data(topic, expression, sub_version=version, expression_type=kind)
         self._subscriptions[topic] = sub
         self._filters[topic] = MessageFilter(sub)
 
@@ -509,6 +512,8 @@ class PushConsumer:
             while not pq.dropped:
                 state.flow = flow_control(pq, self._limits, orderly=False)
                 if state.flow is not None:
+                    # Paused on purpose, not idle (Java stamps lastPullTimestamp before the check).
+                    pq.last_pull_time = trio.current_time()
                     await trio.sleep(state.flow.delay_ms / 1000)
                     continue
                 sub = self._subscriptions.get(mq.topic)
@@ -602,6 +607,8 @@ class PushConsumer:
 
     async def _fix_illegal_offset(self, state: _Queue, next_offset: int, delay_ms: int) -> None:
         await trio.sleep(delay_ms / 1000)
+        if self._queues.get(state.mq) is not state:
+            return  # rebalanced away (and maybe back) meanwhile: the new owner's offset stands
         self.offsets.update(state.mq, next_offset, increase_only=False)
         try:
             await self.offsets.persist(state.mq)
@@ -630,12 +637,16 @@ class PushConsumer:
     async def _call_listener(self, msgs: list[MessageExt]) -> ConsumeStatus:
         listener = self.listener
         assert listener is not None
-        if inspect.iscoroutinefunction(listener):
-            result = await listener(msgs)
+        # An async def, or an object whose __call__ is one (trio refuses to run either in a thread).
+        if inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
+            getattr(listener, "__call__", None)  # noqa: B004 - the method itself is inspected
+        ):
+            pending = listener(msgs)
+            assert inspect.isawaitable(pending)
+            result: ConsumeStatus | None = await pending
         else:
-            result = await trio.to_thread.run_sync(listener, msgs, abandon_on_cancel=True)
-            if inspect.isawaitable(result):
-                result = await result
+            outcome = await trio.to_thread.run_sync(listener, msgs, abandon_on_cancel=True)
+            result = await outcome if inspect.isawaitable(outcome) else outcome
         return ConsumeStatus.CONSUME_SUCCESS if result is None else ConsumeStatus(result)
 
     async def _consume(self, state: _Queue, msgs: list[MessageExt]) -> None:

@@ -23,8 +23,9 @@ What it offers:
   ``_fake_store``): ``GET_ROUTEINFO_BY_TOPIC`` from in-memory routes (:meth:`FakeBroker.add_topic`,
   :meth:`FakeBroker.set_route`), ``SEND_MESSAGE``/``SEND_MESSAGE_V2``/``SEND_BATCH_MESSAGE``
   storing messages per (topic, queue), ``PULL_MESSAGE`` answering ``FOUND`` with stored-message
-  records or ``PULL_NOT_FOUND`` (with long polling), consumer offsets, queue bounds,
-  ``HEART_BEAT`` and ``UNREGISTER_CLIENT``.
+  records or ``PULL_NOT_FOUND`` (with long polling), consumer offsets, queue bounds and search
+  by time, ``HEART_BEAT`` and ``UNREGISTER_CLIENT`` (keeping each consumer group's members),
+  ``GET_CONSUMER_LIST_BY_GROUP`` and ``CONSUMER_SEND_MSG_BACK`` (into the group's retry topic).
 
 Replies, delays and drops run in tasks of the broker's nursery, so they follow trio's clock:
 under ``autojump_clock`` a ten-second delay takes no real time.
@@ -452,13 +453,26 @@ class FakeBroker:
         """What the queue holds, in offset order (bodies as sent: compressed ones stay so)."""
         return list(self._store.queues.get((topic, queue_id), ()))
 
-    def put_messages(self, queue_id: int, messages: Iterable[Message]) -> list[MessageExt]:
+    def put_messages(
+        self, queue_id: int, messages: Iterable[Message], *, store_timestamp: int | None = None
+    ) -> list[MessageExt]:
         """Store messages in a queue of their topic directly, as if sent (e.g. before a pull test).
+
+        Args:
+            queue_id: the queue of the messages' topic.
+            messages: what to store.
+            store_timestamp: the stored time (epoch ms) to record; default the wall clock.
 
         Returns:
             The stored forms, with queue offsets and commit-log offsets.
         """
-        return [self._store.append(message, queue_id) for message in messages]
+        return [self._store.append(m, queue_id, store_timestamp=store_timestamp) for m in messages]
+
+    @property
+    def consumers(self) -> dict[str, list[str]]:
+        """Client ids per consumer group, registered by heartbeats; GET_CONSUMER_LIST_BY_GROUP
+        answers from it. Tests may read and change it."""
+        return self._store.consumers
 
     @property
     def consumer_offsets(self) -> dict[tuple[str, str, int], int]:

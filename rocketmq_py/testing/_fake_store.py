@@ -20,8 +20,19 @@ beyond tags::
     UPDATE_CONSUMER_OFFSET (15)
     GET_MAX_OFFSET (30),           the queue's bounds (min is always 0: nothing is ever deleted)
     GET_MIN_OFFSET (31)
-    HEART_BEAT (34),               SUCCESS
-    UNREGISTER_CLIENT (35)
+    SEARCH_OFFSET_BY_TIMESTAMP     the first offset stored at or after the timestamp, else the
+    (29)                           queue's max offset
+    HEART_BEAT (34)                SUCCESS; registers the client ids of its consumer groups and
+                                   creates each group's ``%RETRY%<group>`` topic (1 queue)
+    UNREGISTER_CLIENT (35)         SUCCESS; forgets the client in its consumer group
+    GET_CONSUMER_LIST_BY_GROUP     ConsumerListBody of the client ids registered by heartbeat;
+    (38)                           SYSTEM_ERROR "no consumer for this group" when there are none
+    CONSUMER_SEND_MSG_BACK (36)    the message at the commit-log offset is stored again in
+                                   ``%RETRY%<group>`` (``%DLQ%<group>`` once its reconsume times
+                                   reach maxReconsumeTimes or delayLevel < 0) with reconsume times
+                                   + 1, RETRY_TOPIC, ORIGIN_MESSAGE_ID and DELAY (3 + reconsume
+                                   times for level 0) as the broker sets them; delivered at once
+                                   (the fake has no delay queues); an unknown offset is SYSTEM_ERROR
 
 Malformed request headers are answered SYSTEM_ERROR, as the broker does.
 """
@@ -35,13 +46,23 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 import trio
 
-from rocketmq_py.errors import MalformedHeader, MalformedMessage, broker_error_for
+from rocketmq_py.errors import MalformedBody, MalformedHeader, MalformedMessage, broker_error_for
 from rocketmq_py.protocol._batch import decode_batch
-from rocketmq_py.protocol._bodies import BrokerData, QueueData, TopicRouteData, encode_body
+from rocketmq_py.protocol._bodies import (
+    BrokerData,
+    ConsumerListBody,
+    HeartbeatData,
+    QueueData,
+    TopicRouteData,
+    decode_body,
+    encode_body,
+)
 from rocketmq_py.protocol._codes import RequestCode, ResponseCode
 from rocketmq_py.protocol._command import RemotingCommand
 from rocketmq_py.protocol._headers import (
+    ConsumerSendMsgBackRequestHeader,
     CustomHeader,
+    GetConsumerListByGroupRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
@@ -51,16 +72,19 @@ from rocketmq_py.protocol._headers import (
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
+    UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
     from_ext_fields,
     send_header_from_v2,
     to_ext_fields,
 )
 from rocketmq_py.protocol._message import Message, MessageExt
-from rocketmq_py.protocol._properties import decode_properties
+from rocketmq_py.protocol._properties import PropertyKey, decode_properties
 from rocketmq_py.protocol._stored import encode_stored_message
 
 if TYPE_CHECKING:
@@ -74,6 +98,8 @@ PULL_FLAG_SUSPEND: Final = 0x2
 DEFAULT_PERM: Final = 6
 #: The born host the fake records: the handler does not see the client's address.
 _BORN_HOST: Final = "127.0.0.1:0"
+#: Queues of a group's retry and dead-letter topics (broker ``retryQueueNums``, ``DLQ_NUMS_PER_GROUP``).
+_GROUP_TOPIC_QUEUES: Final = 1
 
 _H = TypeVar("_H", bound=CustomHeader)
 
@@ -114,6 +140,9 @@ class FakeStore:
         self.routes: dict[str, TopicRouteData] = {}
         self.queues: dict[tuple[str, int], list[MessageExt]] = {}
         self.consumer_offsets: dict[tuple[str, str, int], int] = {}
+        #: Client ids per consumer group, as registered by heartbeats (in registration order).
+        self.consumers: dict[str, list[str]] = {}
+        self._by_commit_log_offset: dict[int, MessageExt] = {}
         self._records: dict[tuple[str, int], list[bytes]] = {}
         self._arrivals: dict[tuple[str, int], trio.Event] = {}
         self._commit_log_offset = 0
@@ -129,8 +158,11 @@ class FakeStore:
         handlers[RequestCode.UPDATE_CONSUMER_OFFSET] = self.update_consumer_offset
         handlers[RequestCode.GET_MAX_OFFSET] = self.get_max_offset
         handlers[RequestCode.GET_MIN_OFFSET] = self.get_min_offset
+        handlers[RequestCode.SEARCH_OFFSET_BY_TIMESTAMP] = self.search_offset
         handlers[RequestCode.HEART_BEAT] = self.heartbeat
         handlers[RequestCode.UNREGISTER_CLIENT] = self.unregister_client
+        handlers[RequestCode.GET_CONSUMER_LIST_BY_GROUP] = self.get_consumer_list
+        handlers[RequestCode.CONSUMER_SEND_MSG_BACK] = self.consumer_send_msg_back
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -164,9 +196,19 @@ class FakeStore:
         )
 
     def append(
-        self, message: Message, queue_id: int, *, born_timestamp: int = 0, sys_flag: int = 0
+        self,
+        message: Message,
+        queue_id: int,
+        *,
+        born_timestamp: int = 0,
+        sys_flag: int = 0,
+        reconsume_times: int = 0,
+        store_timestamp: int | None = None,
     ) -> MessageExt:
-        """Store ``message`` at the end of its queue and wake long-polling pulls."""
+        """Store ``message`` at the end of its queue and wake long-polling pulls.
+
+        ``store_timestamp`` (epoch ms) defaults to the wall clock.
+        """
         key = (message.topic, queue_id)
         queue = self.queues.setdefault(key, [])
         stored = MessageExt(
@@ -180,13 +222,15 @@ class FakeStore:
             sys_flag=sys_flag,
             born_timestamp=born_timestamp,
             born_host=_BORN_HOST,
-            store_timestamp=int(time.time() * 1000),
+            store_timestamp=int(time.time() * 1000) if store_timestamp is None else store_timestamp,
             store_host=self._broker.address,
+            reconsume_times=reconsume_times,
         )
         # The body is stored as sent (already compressed when the COMPRESSED flag says so).
         record = encode_stored_message(stored, compress=False)
         self._commit_log_offset += len(record)
         queue.append(stored)
+        self._by_commit_log_offset[stored.commit_log_offset] = stored
         self._records.setdefault(key, []).append(record)
         arrival = self._arrivals.pop(key, None)
         if arrival is not None:
@@ -243,7 +287,11 @@ class FakeStore:
             properties=decode_properties(header.properties or ""),
         )
         stored = self.append(
-            message, queue_id, born_timestamp=header.born_timestamp, sys_flag=header.sys_flag
+            message,
+            queue_id,
+            born_timestamp=header.born_timestamp,
+            sys_flag=header.sys_flag,
+            reconsume_times=header.reconsume_times or 0,
         )
         response = SendMessageResponseHeader(
             msg_id=stored.offset_msg_id,
@@ -350,10 +398,68 @@ class FakeStore:
         _parse(GetMinOffsetRequestHeader, request)
         return _answer(request, header=GetMinOffsetResponseHeader(offset=0))
 
+    async def search_offset(self, request: RemotingCommand) -> RemotingCommand | None:
+        header = _parse(SearchOffsetRequestHeader, request)
+        queue = self.queues.get((header.topic, header.queue_id), [])
+        offset = next((m.queue_offset for m in queue if m.store_timestamp >= header.timestamp), len(queue))
+        return _answer(request, header=SearchOffsetResponseHeader(offset=offset))
+
     async def heartbeat(self, request: RemotingCommand) -> RemotingCommand | None:
+        if not request.body:  # nothing to register (some tests send bare heartbeats)
+            return _answer(request)
+        try:
+            data = decode_body(HeartbeatData, request.body)
+        except MalformedBody as exc:
+            raise broker_error_for(ResponseCode.SYSTEM_ERROR, f"bad heartbeat body: {exc}") from exc
+        for consumer in data.consumer_data_set:
+            members = self.consumers.setdefault(consumer.group_name, [])
+            if data.client_id not in members:
+                members.append(data.client_id)
+            retry = "%RETRY%" + consumer.group_name
+            if retry not in self.topics:  # as the broker: created with the group's first heartbeat
+                self.add_topic(retry, queues=_GROUP_TOPIC_QUEUES, perm=DEFAULT_PERM)
         return _answer(request)
 
     async def unregister_client(self, request: RemotingCommand) -> RemotingCommand | None:
+        header = _parse(UnregisterClientRequestHeader, request)
+        members = self.consumers.get(header.consumer_group or "", [])
+        if header.client_id in members:
+            members.remove(header.client_id)
+        return _answer(request)
+
+    async def get_consumer_list(self, request: RemotingCommand) -> RemotingCommand | None:
+        header = _parse(GetConsumerListByGroupRequestHeader, request)
+        members = self.consumers.get(header.consumer_group)
+        if not members:
+            raise broker_error_for(
+                ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumer_group}"
+            )
+        return _answer(request, body=encode_body(ConsumerListBody(consumer_id_list=tuple(members))))
+
+    async def consumer_send_msg_back(self, request: RemotingCommand) -> RemotingCommand | None:
+        header = _parse(ConsumerSendMsgBackRequestHeader, request)
+        original = self._by_commit_log_offset.get(header.offset)
+        if original is None:
+            raise broker_error_for(
+                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}"
+            )
+        properties = dict(original.properties)
+        properties.setdefault(PropertyKey.RETRY_TOPIC, original.topic)
+        properties.setdefault(PropertyKey.ORIGIN_MESSAGE_ID, original.offset_msg_id)
+        max_times = header.max_reconsume_times if header.max_reconsume_times is not None else 16
+        delay_level = header.delay_level
+        if original.reconsume_times >= max_times or delay_level < 0:
+            topic = "%DLQ%" + header.group
+            properties.pop(PropertyKey.DELAY_TIME_LEVEL, None)
+        else:
+            topic = "%RETRY%" + header.group
+            properties[PropertyKey.DELAY_TIME_LEVEL] = str(delay_level or 3 + original.reconsume_times)
+        if topic not in self.topics:
+            self.add_topic(topic, queues=_GROUP_TOPIC_QUEUES, perm=DEFAULT_PERM)
+        message = Message(topic, original.body, flag=original.flag, properties=properties)
+        self.append(
+            message, 0, born_timestamp=original.born_timestamp, reconsume_times=original.reconsume_times + 1
+        )
         return _answer(request)
 
 

@@ -168,6 +168,8 @@ async def test_transactions_commit_rollback_and_check_back(
 
     async def check(message: MessageExt) -> LocalTransactionState:
         checked.append(message)
+        if message.body == b"rollback":
+            return LocalTransactionState.ROLLBACK_MESSAGE
         return LocalTransactionState.COMMIT_MESSAGE
 
     async with TransactionProducer(
@@ -187,9 +189,12 @@ async def test_transactions_commit_rollback_and_check_back(
         ]
         # The committed one is visible; the unknown one appears once the broker checked back.
         pulled = await pull_all(topic, expect=2, wait=60)
-    assert sorted(m.body for m in pulled) == [b"commit", b"unknown"]
-    assert [m.body for m in checked][:1] == [b"unknown"]
-    assert checked[0].msg_id == results[2].msg_id
+    # A set: on a loaded machine the broker may check a half message back before our oneway
+    # END_TRANSACTION for it lands, and commit it twice (transactions are at-least-once).
+    assert {m.body for m in pulled} == {b"commit", b"unknown"}
+    unknown = [m for m in checked if m.body == b"unknown"]
+    assert unknown
+    assert unknown[0].msg_id == results[2].msg_id
 
 
 async def test_paused_broker_is_routed_around(

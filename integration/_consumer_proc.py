@@ -1,0 +1,101 @@
+"""One push consumer in its own process, for the multi-process tests (run as a script, not collected).
+
+    python integration/_consumer_proc.py --namesrv H:P --group G --topic T [--rebalance-interval S]
+
+It prints JSON lines on stdout, flushed one by one:
+
+    {"event": "started", "client_id": "..."}
+    {"event": "owned", "queues": [["broker-a", 0], ...]}       whenever the owned queues of T change
+    {"event": "consumed", "queue": ["127.0.0.1:10911", 0], "msgs": [[offset, body, reconsume], ...]}
+    {"event": "stopped"}
+
+(a consumed batch names its queue by store host: the message does not carry the broker's name). It
+stops cleanly (offsets persisted, client unregistered) on SIGTERM, SIGINT or when its stdin closes;
+SIGKILL stops it with nothing persisted, as a crash would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+
+import trio
+
+from rocketmq_py import PushConsumer
+from rocketmq_py.protocol import MessageExt
+
+_OWNED_POLL = 0.1  # seconds between looks at the owned queues
+
+
+def emit(event: str, **fields: object) -> None:
+    sys.stdout.write(json.dumps({"event": event, **fields}) + "\n")
+    sys.stdout.flush()
+
+
+async def listener(msgs: list[MessageExt]) -> None:
+    first = msgs[0]
+    emit(
+        "consumed",
+        queue=[first.store_host, first.queue_id],
+        msgs=[[m.queue_offset, m.body.decode(errors="replace"), m.reconsume_times] for m in msgs],
+    )
+
+
+async def report_owned(consumer: PushConsumer, topic: str) -> None:
+    last: list[list[object]] | None = None
+    while True:
+        owned = [[q.broker_name, q.queue_id] for q in consumer.owned_queues() if q.topic == topic]
+        if owned != last:
+            emit("owned", queues=owned)
+            last = owned
+        await trio.sleep(_OWNED_POLL)
+
+
+async def wait_for_stop(cancel_scope: trio.CancelScope) -> None:
+    async def stdin_closed() -> None:
+        # A trio stream, not a thread blocked in read(): that one would hold stdin's lock at exit.
+        async with trio.lowlevel.FdStream(os.dup(sys.stdin.fileno())) as stdin:
+            while await stdin.receive_some():
+                pass
+        cancel_scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stdin_closed)
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                cancel_scope.cancel()
+                return
+
+
+async def main(args: argparse.Namespace) -> None:
+    consumer = PushConsumer(
+        args.group,
+        namesrv=args.namesrv,
+        listener=listener,
+        consume_from_where=args.consume_from_where,
+        rebalance_interval=args.rebalance_interval,
+        persist_interval=args.persist_interval,
+    )
+    consumer.subscribe(args.topic, args.expression)
+    async with consumer:
+        emit("started", client_id=consumer.client_id)
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(report_owned, consumer, args.topic)
+                nursery.start_soon(wait_for_stop, scope)
+    emit("stopped")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--namesrv", required=True)
+    parser.add_argument("--group", required=True)
+    parser.add_argument("--topic", required=True)
+    parser.add_argument("--expression", default="*")
+    parser.add_argument("--consume-from-where", default="CONSUME_FROM_FIRST_OFFSET")
+    parser.add_argument("--rebalance-interval", type=float, default=2.0)
+    parser.add_argument("--persist-interval", type=float, default=1.0)
+    trio.run(main, parser.parse_args())

@@ -345,6 +345,37 @@ async def test_tag_filter_delivers_only_subscribed_tags(
     assert {m.tags for m in got} == {"TagA", "TagC"}
 
 
+async def test_sql92_filter_is_applied_by_the_broker(
+    cluster: Cluster, create_topic: Callable[..., str]
+) -> None:
+    # The test brokers run with enablePropertyFilter=true; the broker evaluates the expression.
+    topic = create_topic(4)
+    sent: list[Message] = []
+    async with Producer("it-sql-producer", namesrv=cluster.namesrv_addr) as producer:
+        for i in range(30):
+            msg = Message(topic, f"s-{i}".encode(), tags="T")
+            msg.properties["n"] = str(i)
+            msg.properties["color"] = "red" if i % 3 == 0 else "blue"
+            await producer.send(msg)
+            sent.append(msg)
+    got: list[MessageExt] = []
+
+    async def listener(msgs: list[MessageExt]) -> None:
+        got.extend(msgs)
+
+    consumer = PushConsumer(
+        f"it-sql-{topic}",
+        namesrv=cluster.namesrv_addr,
+        listener=listener,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+    )
+    consumer.subscribe(topic, "n >= 10 AND color = 'red'", expression_type="SQL92")
+    wanted = sorted(m.body for m in sent if int(m.properties["n"]) >= 10 and m.properties["color"] == "red")
+    await consume_until(consumer, got, len(wanted))
+    await trio.sleep(2)  # nothing else trickles in
+    assert sorted(m.body for m in got) == wanted
+
+
 async def test_consume_from_timestamp_searches_by_store_time_and_keeps_javas_fresh_queue_quirk(
     cluster: Cluster, create_topic: Callable[..., str]
 ) -> None:

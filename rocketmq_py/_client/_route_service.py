@@ -97,6 +97,21 @@ class RouteService:
         found = find_broker_address(self._brokers, broker_name, 0, True)
         return found.address if found else None
 
+    async def require_master(self, topic: str, broker_name: str) -> str:
+        """The master address of ``broker_name``; the route of ``topic`` is fetched once if unknown.
+
+        Raises:
+            RouteNotFound: the broker has no master even after a fresh route.
+            TransportError, BrokerError: the route could not be fetched.
+        """
+        address = self.master_address(broker_name)
+        if address is None:
+            await self.update(topic)
+            address = self.master_address(broker_name)
+        if address is None:
+            raise RouteNotFound(topic, self.namesrv_addrs, f"broker {broker_name} has no master address")
+        return address
+
     def brokers_with_master(self) -> dict[str, str]:
         """Broker name -> master address, for heartbeats."""
         return {name: addrs[0] for name, addrs in self._brokers.items() if 0 in addrs}

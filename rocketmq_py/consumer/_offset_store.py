@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._route_service import RouteService
-from rocketmq_py.errors import RocketMQError, RouteNotFound
+from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import MessageQueue
 
 __all__ = ["RemoteOffsetStore"]
@@ -48,15 +48,7 @@ class RemoteOffsetStore:
         return dict(self._table)
 
     async def _master(self, mq: MessageQueue) -> str:
-        address = self._routes.master_address(mq.broker_name)
-        if address is None:
-            await self._routes.update(mq.topic)
-            address = self._routes.master_address(mq.broker_name)
-        if address is None:
-            raise RouteNotFound(
-                mq.topic, self._routes.namesrv_addrs, f"broker {mq.broker_name} has no master"
-            )
-        return address
+        return await self._routes.require_master(mq.topic, mq.broker_name)
 
     async def read_from_broker(self, mq: MessageQueue) -> int:
         """The broker's stored offset (>= 0), -1 when it has none; also kept in memory.

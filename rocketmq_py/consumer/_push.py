@@ -486,13 +486,11 @@ class PushConsumer:
             self.consume_from_where, mq.topic, stored, consume_timestamp=self.consume_timestamp
         )
         api = self.instance.api
-        address = self.instance.routes.master_address(mq.broker_name)
         if decision.start_from is StartFrom.STORED:
             return decision.offset
         if decision.start_from is StartFrom.ZERO:
             return 0
-        if address is None:
-            raise StateError(f"no master address for {mq.broker_name}")
+        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
         if decision.start_from is StartFrom.MAX_OFFSET:
             return await api.get_max_offset(address, mq.topic, mq.queue_id, mq.broker_name)
         if decision.start_from is StartFrom.TIMESTAMP:

@@ -453,15 +453,7 @@ class Producer:
         The header fields are built directly (no typed-header round trip: this runs per message);
         ``tests/producer`` checks them against :func:`send_header_fields` of the typed header.
         """
-        routes = self.instance.routes
-        address = routes.master_address(mq.broker_name)
-        if address is None:
-            await routes.update(mq.topic)
-            address = routes.master_address(mq.broker_name)
-        if address is None:
-            raise RouteNotFound(
-                mq.topic, routes.namesrv_addrs, f"broker {mq.broker_name} has no master address"
-            )
+        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
         if not batch:
             self._ensure_uniq_key(message)
         properties = message.properties

@@ -28,13 +28,15 @@ from rocketmq_py.errors import (
 
 if TYPE_CHECKING:
     from rocketmq_py._client._config import ClientConfig
-    from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
+    from rocketmq_py.consumer._lite_pull import LitePullConsumer
+    from rocketmq_py.consumer._orderly import ConsumeOrderlyStatus
+    from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer, QueueStatistics, RebalanceListener
     from rocketmq_py.producer._fault import FaultConfig
     from rocketmq_py.producer._producer import Producer
     from rocketmq_py.producer._selectors import select_by_hash, select_by_random, select_by_sharding_key
     from rocketmq_py.producer._transaction import TransactionProducer, TransactionSendResult
     from rocketmq_py.producer._types import LocalTransactionState, SendResult, SendStatus
-    from rocketmq_py.protocol import Message, MessageExt, MessageQueue
+    from rocketmq_py.protocol import ConsumeFromWhere, Message, MessageExt, MessageModel, MessageQueue
 
 __version__ = "0.1.0.dev0"
 
@@ -42,6 +44,12 @@ _LAZY = {
     "ClientConfig": "rocketmq_py._client._config",
     "ConsumeStatus": "rocketmq_py.consumer._push",
     "PushConsumer": "rocketmq_py.consumer._push",
+    "LitePullConsumer": "rocketmq_py.consumer._lite_pull",
+    "ConsumeOrderlyStatus": "rocketmq_py.consumer._orderly",
+    "QueueStatistics": "rocketmq_py.consumer._push",
+    "RebalanceListener": "rocketmq_py.consumer._push",
+    "ConsumeFromWhere": "rocketmq_py.protocol",
+    "MessageModel": "rocketmq_py.protocol",
     "FaultConfig": "rocketmq_py.producer._fault",
     "LocalTransactionState": "rocketmq_py.producer._types",
     "Producer": "rocketmq_py.producer._producer",
@@ -75,16 +83,22 @@ __all__ = [
     "BrokerError",
     "ClientConfig",
     "ClientError",
+    "ConsumeFromWhere",
+    "ConsumeOrderlyStatus",
     "ConsumeStatus",
     "FaultConfig",
     "InvalidMessage",
+    "LitePullConsumer",
     "LocalTransactionState",
     "Message",
     "MessageExt",
+    "MessageModel",
     "MessageQueue",
     "Producer",
     "ProtocolError",
     "PushConsumer",
+    "QueueStatistics",
+    "RebalanceListener",
     "RequestTimeout",
     "RocketMQError",
     "RouteNotFound",

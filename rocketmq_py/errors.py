@@ -36,6 +36,7 @@ broker) and ``refresh_route`` (the route cache is probably stale).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import ClassVar, TypeVar
 
@@ -581,3 +582,24 @@ class RouteNotFound(RocketMQError):
         if self.namesrv_addrs:
             message += f" (name servers: {', '.join(self.namesrv_addrs)})"
         super().__init__(message)
+
+
+# --- offsets ---------------------------------------------------------------------------------------
+
+
+class OffsetStoreError(RocketMQError):
+    """A local offset file (BROADCASTING consumers) could not be read or written.
+
+    Attributes:
+        path: the file.
+        reason: what went wrong.
+    """
+
+    def __init__(self, path: os.PathLike[str] | str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"offset file {path}: {reason}")
+
+
+class OffsetFileCorrupt(OffsetStoreError):
+    """Neither the offset file nor its ``.bak`` parses (delete both to start over)."""

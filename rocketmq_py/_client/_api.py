@@ -25,7 +25,11 @@ from rocketmq_py.protocol import (
     GetRouteInfoRequestHeader,
     HeartbeatData,
     HeartbeatRequestHeader,
+    LockBatchMqRequestHeader,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
     MessageExt,
+    MessageQueue,
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
@@ -37,6 +41,8 @@ from rocketmq_py.protocol import (
     SendMessageRequestHeader,
     SerializeType,
     TopicRouteData,
+    UnlockBatchMqRequestHeader,
+    UnlockBatchRequestBody,
     UnregisterClientRequestHeader,
     UpdateAndCreateTopicRequestHeader,
     UpdateConsumerOffsetRequestHeader,
@@ -332,6 +338,45 @@ class RemotingApi:
             broker_name=broker_name,
         )
         await self.call(address, RequestCode.CONSUMER_SEND_MSG_BACK, header)
+
+    async def lock_batch_mq(
+        self,
+        address: str,
+        group: str,
+        client_id: str,
+        queues: Collection[MessageQueue],
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> frozenset[MessageQueue]:
+        """LOCK_BATCH_MQ (orderly consumption): the subset of ``queues`` the broker now locks for us."""
+        body = encode_body(
+            LockBatchRequestBody(consumer_group=group, client_id=client_id, mq_set=frozenset(queues))
+        )
+        reply = await self.call(
+            address, RequestCode.LOCK_BATCH_MQ, LockBatchMqRequestHeader(), body, timeout=timeout
+        )
+        return decode_body(LockBatchResponseBody, reply.body).lock_ok_mq_set
+
+    async def unlock_batch_mq(
+        self,
+        address: str,
+        group: str,
+        client_id: str,
+        queues: Collection[MessageQueue],
+        *,
+        oneway: bool = False,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> None:
+        """UNLOCK_BATCH_MQ: release our locks on ``queues`` (synchronous unless ``oneway``)."""
+        body = encode_body(
+            UnlockBatchRequestBody(consumer_group=group, client_id=client_id, mq_set=frozenset(queues))
+        )
+        if oneway:
+            await self.oneway(address, RequestCode.UNLOCK_BATCH_MQ, UnlockBatchMqRequestHeader(), body)
+            return
+        await self.call(
+            address, RequestCode.UNLOCK_BATCH_MQ, UnlockBatchMqRequestHeader(), body, timeout=timeout
+        )
 
     async def view_message(self, address: str, commit_log_offset: int) -> MessageExt:
         header = ViewMessageRequestHeader(offset=commit_log_offset)

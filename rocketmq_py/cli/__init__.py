@@ -1,4 +1,4 @@
-"""``rocketmq-py``: routes, topic creation and sending from a shell.
+"""``rocketmq-py``: routes, topic creation, sending, consuming and group diagnosis from a shell.
 
 Usage::
 
@@ -6,12 +6,15 @@ Usage::
     rocketmq-py [-n HOST:PORT] topic create TOPIC --queues N [--cluster C] [--order]
     rocketmq-py [-n HOST:PORT] send TOPIC --body TEXT|--body-file F [--tags T] [--keys K1,K2]
                 [--property K=V ...] [--count N] [--concurrency C] [--group G] [-q]
+    rocketmq-py [-n HOST:PORT] group inspect GROUP [TOPIC] [--json]
+    rocketmq-py [-n HOST:PORT] consume TOPIC -g GROUP [--from-beginning] [--count N] [--tag EXPR] [--json]
 
 The NameServer defaults to ``ROCKETMQ_NAMESRV``. Exit codes: 0 success, 1 a RocketMQ error (one
 line on stderr, no traceback), 2 a usage error, 130 interrupted.
 
 Modules: ``_parser`` (argv -> a typed command), ``_commands`` (what each command does),
-``_admin`` (NameServer and broker admin calls), ``_format`` (tables), ``_progress``.
+``_admin`` (NameServer and broker admin calls), ``_format`` (tables), ``_progress``, ``_group``
+(``group inspect``'s queries) with ``_inspect`` (its pure comparison), ``_consume``.
 """
 
 from __future__ import annotations

@@ -12,8 +12,17 @@ from typing import TextIO
 import trio
 
 from rocketmq_py.cli._admin import open_admin, order_conf
-from rocketmq_py.cli._format import format_send_result, perm_letters, route_lines
-from rocketmq_py.cli._parser import Command, CreateTopicCommand, RouteCommand, SendCommand
+from rocketmq_py.cli._consume import run_consume
+from rocketmq_py.cli._format import format_send_result, group_report_lines, perm_letters, route_lines
+from rocketmq_py.cli._group import collect_group
+from rocketmq_py.cli._parser import (
+    Command,
+    ConsumeCommand,
+    CreateTopicCommand,
+    GroupInspectCommand,
+    RouteCommand,
+    SendCommand,
+)
 from rocketmq_py.cli._progress import Progress
 from rocketmq_py.errors import BrokerError, RocketMQError, TransportError
 from rocketmq_py.producer._producer import Producer
@@ -32,7 +41,22 @@ async def run_command(command: Command, out: TextIO, err: TextIO) -> int:
         return await run_route(command, out)
     if isinstance(command, CreateTopicCommand):
         return await run_create_topic(command, out)
+    if isinstance(command, GroupInspectCommand):
+        return await run_group_inspect(command, out)
+    if isinstance(command, ConsumeCommand):
+        return await run_consume(command, out, err)
     return await run_send(command, out, err)
+
+
+async def run_group_inspect(command: GroupInspectCommand, out: TextIO) -> int:
+    """Print the group's report; the exit code is 0 whether or not it found problems."""
+    async with open_admin(list(command.common.namesrv), timeout=command.common.timeout) as admin:
+        report = await collect_group(admin, command.group, command.topic)
+    if command.json:
+        out.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
+    else:
+        out.write("\n".join(group_report_lines(report)) + "\n")
+    return 0
 
 
 async def run_route(command: RouteCommand, out: TextIO) -> int:

@@ -1,14 +1,27 @@
-"""Text output of the CLI: tables, permissions, routes, send results (pure functions)."""
+"""Text output of the CLI: tables, permissions, routes, send results, group reports, messages (pure)."""
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from rocketmq_py._client._route import MASTER_ID, PERM_INHERIT, PERM_READ, PERM_WRITE
+from rocketmq_py.cli._inspect import GroupReport
 from rocketmq_py.producer._types import SendResult
-from rocketmq_py.protocol import TopicRouteData
+from rocketmq_py.protocol import SYSTEM_PROPERTY_KEYS, MessageExt, TopicRouteData
 
-__all__ = ["format_send_result", "perm_letters", "route_lines", "table"]
+__all__ = [
+    "body_text",
+    "format_send_result",
+    "group_report_lines",
+    "message_json",
+    "message_line",
+    "perm_letters",
+    "route_lines",
+    "table",
+]
 
 
 def perm_letters(perm: int) -> str:
@@ -77,3 +90,90 @@ def format_send_result(result: SendResult) -> str:
     if result.transaction_id and result.transaction_id != result.msg_id:  # brokers echo the msgId
         line += f" transactionId={result.transaction_id}"
     return line
+
+
+def group_report_lines(report: GroupReport) -> list[str]:
+    """``group inspect`` as text: the members, one table per topic, then the flags."""
+    model = "BROADCASTING" if report.broadcasting else "CLUSTERING"
+    lines = [
+        f"group {report.group}: {len(report.consumer_ids)} consumer(s), "
+        f"strategy {report.strategy or 'unknown'}, {model}"
+    ]
+    if report.members:
+        rows = [
+            [
+                m.client_id,
+                m.strategy or "-",
+                str(len(m.owned)) if m.answered else "-",
+                "yes" if m.answered else "NO",
+            ]
+            for m in report.members
+        ]
+        lines += table(["CONSUMER", "STRATEGY", "QUEUES", "ANSWERED"], rows)
+    for topic in report.topics:
+        lines.append("")
+        lines.append(f"topic {topic.topic}: {len(topic.queues)} queue(s)")
+        rows = [
+            [
+                mq.broker_name,
+                str(mq.queue_id),
+                ",".join(topic.owners.get(mq, ())) or "-",
+                topic.expected_owner(mq) or "-",
+            ]
+            for mq in topic.queues
+        ]
+        lines += table(["BROKER", "QUEUE", "OWNER", "EXPECTED"], rows)
+        if topic.note:
+            lines.append(f"({topic.note})")
+    lines.append("")
+    if report.flags:
+        lines.append(f"{len(report.flags)} problem(s):")
+        lines += [f"  [{flag.kind}] {flag.message}" for flag in report.flags]
+    else:
+        lines.append("no problems found" if report.consumer_ids else "no consumer of this group is online")
+    return lines
+
+
+def body_text(body: bytes) -> tuple[str, str]:
+    """``(text, encoding)``: the body as UTF-8 text when it is, else base64 (encoding ``"base64"``)."""
+    try:
+        return body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        return base64.b64encode(body).decode("ascii"), "base64"
+
+
+def message_line(msg: MessageExt, broker_name: str | None = None) -> str:
+    """One line: queue, offset, message id, tags, keys and body (quoted when it has control characters).
+
+    The queue is ``broker:queueId``, with the store host standing in for an unknown broker name.
+    """
+    text, encoding = body_text(msg.body)
+    if encoding == "utf-8":
+        body = f"body={text if text.isprintable() else json.dumps(text, ensure_ascii=False)}"
+    else:
+        body = f"body(base64)={text}"
+    return (
+        f"{broker_name or msg.store_host}:{msg.queue_id} offset={msg.queue_offset} msgId={msg.msg_id} "
+        f"tags={msg.tags or '-'} keys={','.join(msg.keys) or '-'} {body}"
+    )
+
+
+def message_json(msg: MessageExt, broker_name: str | None = None) -> dict[str, Any]:
+    """A message as a JSON object (``body`` text or base64, as ``bodyEncoding`` says)."""
+    text, encoding = body_text(msg.body)
+    return {
+        "topic": msg.topic,
+        "brokerName": broker_name,
+        "queueId": msg.queue_id,
+        "queueOffset": msg.queue_offset,
+        "msgId": msg.msg_id,
+        "tags": msg.tags,
+        "keys": list(msg.keys),
+        "body": text,
+        "bodyEncoding": encoding,
+        "bornTimestamp": msg.born_timestamp,
+        "storeTimestamp": msg.store_timestamp,
+        "storeHost": msg.store_host,
+        "reconsumeTimes": msg.reconsume_times,
+        "properties": {k: v for k, v in msg.properties.items() if k not in SYSTEM_PROPERTY_KEYS},
+    }

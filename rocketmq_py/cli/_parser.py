@@ -1,5 +1,7 @@
 """Command-line parsing: argv -> one typed command value (no I/O besides ``--body-file``).
 
+Commands: ``route``, ``topic create``, ``send``, ``group inspect``, ``consume``.
+
 ``-n/--namesrv`` and ``--timeout`` are accepted before the command and after it
 (``rocketmq-py -n h:9876 route T`` and ``rocketmq-py route T -n h:9876``); the NameServer
 defaults to ``ROCKETMQ_NAMESRV``. Every mistake raises :class:`UsageError` (exit code 2).
@@ -21,7 +23,9 @@ __all__ = [
     "CLI_PRODUCER_GROUP",
     "Command",
     "Common",
+    "ConsumeCommand",
     "CreateTopicCommand",
+    "GroupInspectCommand",
     "RouteCommand",
     "SendCommand",
     "UsageError",
@@ -83,7 +87,26 @@ class SendCommand:
     quiet: bool = False
 
 
-Command = RouteCommand | CreateTopicCommand | SendCommand
+@dataclass(frozen=True, slots=True)
+class GroupInspectCommand:
+    common: Common
+    group: str
+    topic: str | None = None
+    json: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumeCommand:
+    common: Common
+    topic: str
+    group: str
+    from_beginning: bool = False
+    count: int | None = None
+    tag: str = "*"
+    json: bool = False
+
+
+Command = RouteCommand | CreateTopicCommand | SendCommand | GroupInspectCommand | ConsumeCommand
 
 
 class _Parser(argparse.ArgumentParser):
@@ -203,6 +226,35 @@ def build_parser() -> argparse.ArgumentParser:
         "--concurrency", type=_positive_int, default=1, metavar="C", help="sends in flight at once"
     )
     send.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+
+    group = commands.add_parser("group", help="inspect consumer groups")
+    group_commands = group.add_subparsers(
+        dest="group_command", metavar="ACTION", required=True, parser_class=_Parser
+    )
+    inspect = group_commands.add_parser(
+        "inspect",
+        parents=[common],
+        help="each member's strategy and queues against the allocation its strategy computes",
+    )
+    inspect.add_argument("group", metavar="GROUP")
+    inspect.add_argument(
+        "topic", metavar="TOPIC", nargs="?", help="only this topic (default: every subscribed one)"
+    )
+    inspect.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    consume = commands.add_parser(
+        "consume", parents=[common], help="print messages as a consumer group reads them"
+    )
+    consume.add_argument("topic", metavar="TOPIC")
+    consume.add_argument("-g", "--group", required=True, metavar="GROUP", help="the consumer group")
+    consume.add_argument(
+        "--from-beginning",
+        action="store_true",
+        help="a group without committed offsets starts at the oldest message (default: new messages only)",
+    )
+    consume.add_argument("--count", type=_positive_int, metavar="N", help="stop after N messages")
+    consume.add_argument("--tag", default="*", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB'")
+    consume.add_argument("--json", action="store_true", help="one JSON object per message")
     return parser
 
 
@@ -252,6 +304,18 @@ def _command(args: argparse.Namespace, environ: Mapping[str, str]) -> Command:
     if args.command == "topic":
         return CreateTopicCommand(
             common, args.topic, args.queues, cluster=args.cluster, order=args.order, wait=args.wait
+        )
+    if args.command == "group":
+        return GroupInspectCommand(common, args.group, args.topic, json=args.json)
+    if args.command == "consume":
+        return ConsumeCommand(
+            common,
+            args.topic,
+            args.group,
+            from_beginning=args.from_beginning,
+            count=args.count,
+            tag=args.tag,
+            json=args.json,
         )
     assert args.command == "send"
     body = args.body.encode() if args.body is not None else _read_body(args.body_file)

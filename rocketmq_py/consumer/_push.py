@@ -1,11 +1,11 @@
-"""The push consumer (concurrent consumption, clustering model), Java ``DefaultMQPushConsumer`` on trio.
+"""The push consumer: concurrent or orderly, clustering or broadcasting (Java ``DefaultMQPushConsumer``).
 
 ``async with PushConsumer(group, namesrv=...) as consumer`` runs, under one nursery:
 
 - the **rebalance loop**: at start, every ``rebalance_interval`` seconds and whenever a broker sends
   NOTIFY_CONSUMER_IDS_CHANGED. Per subscribed topic: the readable queues from the route, the
   group's client ids from a broker, both sorted, allocated by the strategy; queues no longer ours
-  (or whose pull has been idle for 120 s) are dropped (pull stopped, offset persisted), new ones
+  (or whose pull has been idle for 120 s) are revoked (see the handoff below), new ones
   get a start offset (ConsumeFromWhere) and a pull loop. On any change the topic's subscription
   version moves and a heartbeat goes out before the new pulls;
 - one **pull loop** per owned queue: long polling (the broker holds the pull 15 s), flow control
@@ -14,6 +14,29 @@
   an exception, or ``consume_timeout``) sends the message back to the broker (retry topic, next
   delay level), or re-sends it to ``%RETRY%group`` if that fails, or consumes it again in 5 s;
 - the **offset persister**: every ``persist_interval`` seconds, and on drop and close.
+
+**Graceful handoff.** A queue that leaves (the rebalance gives it to another member, or the
+consumer closes) is *revoked*, not just dropped: its pull stops at once; messages cached but not
+yet handed to the listener are discarded (the next owner pulls them again from the committed
+offset); the listener calls already running on it may finish, for at most ``handoff_timeout``
+seconds (default 5; calls still running then are abandoned to the next owner, which consumes
+them again); then ``rebalance_listener.on_revoked(queues)`` runs, the queue's offset is committed
+*synchronously* (UPDATE_CONSUMER_OFFSET with a reply, not the periodic oneway), an orderly
+queue's broker lock is released (UNLOCK_BATCH_MQ), and only then is the queue forgotten.
+Duplicates also come from the *new* owner reading the committed offset before the old owner
+wrote it (both rebalance on the same NOTIFY_CONSUMER_IDS_CHANGED). So a clustering consumer
+reads the start offset of a queue it gets while the group has other members only
+``handoff_delay`` seconds (default 1) after the assignment, time for the previous owner to have
+committed it. Orderly consumers need no delay: the previous owner unlocks only after its commit,
+and the new owner reads the offset only once it holds the lock. (Java commits a dropped queue's
+offset at once, discarding the results of calls still running on it, an orderly queue after
+waiting at most 1 s for its consume lock; and the new owner starts at once.)
+
+**Orderly consumption** (``orderly=True``, Java ``MessageListenerOrderly``): the listener answers
+:class:`ConsumeOrderlyStatus`; see :mod:`._orderly`. **Broadcasting**
+(``message_model="BROADCASTING"``): every member consumes every queue, failed messages are
+dropped with a warning (Java does the same), offsets live in a local JSON file per client id and
+group (give a stable ``instance_name=`` to resume from it after a restart).
 """
 
 from __future__ import annotations
@@ -23,18 +46,24 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 import trio
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._transport._nursery import open_service_nursery
-from rocketmq_py.consumer._allocate import AllocateStrategy, get_strategy, sort_consumers, sort_queues
+from rocketmq_py.consumer._allocate import (
+    AllocateStrategy,
+    get_strategy,
+    sort_consumers,
+    sort_queues,
+)
+from rocketmq_py.consumer._commands import install_command_handlers
 from rocketmq_py.consumer._filter import MessageFilter
 from rocketmq_py.consumer._flow import (
     BROKER_SUSPEND_MAX_TIME_MS,
@@ -43,18 +72,30 @@ from rocketmq_py.consumer._flow import (
     CONSUME_TIMEOUT_MS,
     CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
     MAX_RECONSUME_TIMES,
+    MAX_RECONSUME_TIMES_ORDERLY,
     PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
     PULL_BATCH_SIZE,
     PULL_MAX_IDLE_TIME_MS,
     PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
     REBALANCE_INTERVAL_MS,
+    REBALANCE_LOCK_INTERVAL_MS,
+    REBALANCE_LOCK_MAX_LIVE_TIME_MS,
+    REBALANCE_MIN_INTERVAL_MS,
     SEND_BACK_LOCAL_RETRY_DELAY_MS,
+    SUSPEND_CURRENT_QUEUE_TIME_MS,
     FlowLimits,
     FlowVerdict,
     flow_control,
     retry_topic,
 )
 from rocketmq_py.consumer._offset_store import RemoteOffsetStore
+from rocketmq_py.consumer._offset_store_api import OffsetStore
+from rocketmq_py.consumer._orderly import (
+    ConsumeOrderlyStatus,
+    check_reconsume_times,
+    lock_queues,
+    unlock_queues,
+)
 from rocketmq_py.consumer._process_queue import ProcessQueue
 from rocketmq_py.consumer._pull_result import (
     PullStatus,
@@ -70,14 +111,25 @@ from rocketmq_py.consumer._start_offset import StartFrom, compute_pull_from_wher
 from rocketmq_py.errors import ClientError, RocketMQError, StateError
 from rocketmq_py.producer._validation import validate_group, validate_topic
 from rocketmq_py.protocol import (
+    PROP_ALLOCATE_STRATEGY,
+    PROP_CONSUME_ORDERLY,
+    PROP_CONSUME_TYPE,
+    PROP_CONSUMER_START_TIMESTAMP,
+    PROP_NAMESERVER_ADDR,
+    PROP_THREADPOOL_CORE_SIZE,
     ConsumeFromWhere,
+    ConsumeMessageDirectlyResult,
+    ConsumeRateStatus,
     ConsumerData,
+    ConsumeResult,
+    ConsumerRunningInfo,
     ConsumeType,
     ExpressionType,
     Message,
     MessageExt,
     MessageModel,
     MessageQueue,
+    ProcessQueueInfo,
     PropertyKey,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
@@ -89,9 +141,26 @@ from rocketmq_py.protocol import (
     from_ext_fields,
 )
 
-__all__ = ["ConsumeStatus", "Listener", "PushConsumer", "QueueStatistics"]
+__all__ = [
+    "ConsumeOrderlyStatus",
+    "ConsumeStatus",
+    "Listener",
+    "PushConsumer",
+    "QueueStatistics",
+    "RebalanceListener",
+]
 
 log = logging.getLogger("rocketmq_py.consumer")
+
+_JAVA_STRATEGY_PACKAGE = "org.apache.rocketmq.client.consumer.rebalance"
+#: Our strategy names -> the Java classes running info names (``allocateMessageQueueStrategy``).
+_JAVA_STRATEGY_CLASSES = {
+    "AVG": "AllocateMessageQueueAveragely",
+    "AVG_BY_CIRCLE": "AllocateMessageQueueAveragelyByCircle",
+    "CONSISTENT_HASH": "AllocateMessageQueueConsistentHash",
+    "CONFIG": "AllocateMessageQueueByConfig",
+    "MACHINE_ROOM": "AllocateMessageQueueByMachineRoom",
+}
 
 #: Java ``MixAll.CLIENT_INNER_PRODUCER_GROUP``: re-sends to the retry topic when send-back fails.
 _INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
@@ -104,8 +173,25 @@ class ConsumeStatus(enum.Enum):
     RECONSUME_LATER = "RECONSUME_LATER"
 
 
-#: ``listener(messages)``: an async function, or a plain one (run in a worker thread).
-Listener = Callable[[list[MessageExt]], "Awaitable[ConsumeStatus | None] | ConsumeStatus | None"]
+_Status = ConsumeStatus | ConsumeOrderlyStatus | None
+#: ``listener(messages)``: an async function, or a plain one (run in a worker thread). It answers
+#: a :class:`ConsumeStatus` (concurrent) or :class:`ConsumeOrderlyStatus` (orderly); ``None`` is success.
+Listener = Callable[[list[MessageExt]], "Awaitable[_Status] | _Status"]
+
+
+class RebalanceListener(Protocol):
+    """Told about queues changing hands (like Kafka's ``ConsumerRebalanceListener``).
+
+    Either method may be a plain or an ``async`` function; an exception is logged and ignored.
+    ``on_revoked`` runs once the revoked queues' pulls stopped and their running listener calls
+    finished (or ``handoff_timeout`` passed), *before* their offsets are committed and their
+    locks released: it may flush or commit what the listener did. ``on_assigned`` runs when
+    new queues were allocated, before their first pull.
+    """
+
+    def on_revoked(self, queues: list[MessageQueue]) -> Awaitable[None] | None: ...
+
+    def on_assigned(self, queues: list[MessageQueue]) -> Awaitable[None] | None: ...
 
 
 @dataclass(slots=True)
@@ -115,6 +201,42 @@ class _Queue:
     next_offset: int
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     flow: FlowVerdict | None = None
+    #: Leaving: no new listener call starts; running ones may finish (graceful handoff).
+    revoking: bool = False
+    #: Listener calls running on this queue's messages.
+    inflight: int = 0
+    quiet: trio.Event = field(default_factory=trio.Event)
+    #: (orderly) messages arrived / state changed: the queue's consume task looks again.
+    wake: trio.Event = field(default_factory=trio.Event)
+    suspended_until: float = 0.0
+    #: The offset last committed (to the broker or the local file) by this consumer, -1 none.
+    persisted_offset: int = -1
+
+    def begin(self) -> None:
+        self.inflight += 1
+
+    def end(self) -> None:
+        self.inflight -= 1
+        if self.inflight == 0:
+            self.quiet.set()
+            self.quiet = trio.Event()
+
+    def poke(self) -> None:
+        self.wake.set()
+        self.wake = trio.Event()
+
+
+@dataclass(slots=True)
+class _TopicStats:
+    """Counters behind the per-topic rates of :meth:`PushConsumer.running_info`."""
+
+    pulled: int = 0
+    pull_count: int = 0
+    pull_rt: float = 0.0
+    ok: int = 0
+    failed: int = 0
+    consume_calls: int = 0
+    consume_rt: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +248,29 @@ class QueueStatistics:
     cached_bytes: int
     max_span: int
     next_pull_offset: int
+    #: The offset to commit, as held in memory (committed to the broker every ``persist_interval``).
     committed_offset: int
+    #: The flow-control limit that pauses the pull (``COUNT``, ``SIZE``, ``SPAN``), or None.
     paused_by_flow_control: str | None
     last_pull_age: float
     last_consume_age: float
+    #: Why the pull is paused, with the numbers, e.g. ``"count 1001 > 1000"``.
+    paused_detail: str | None = None
+    #: (orderly) the broker lock is held and not expired client side.
+    locked: bool = False
+    #: (orderly) seconds since the last successful lock or renewal.
+    lock_age: float | None = None
+    #: (orderly) paused after a SUSPEND_CURRENT_QUEUE_A_MOMENT.
+    suspended: bool = False
+    #: Being handed off (revoked, waiting for running listener calls).
+    revoking: bool = False
+    #: Listener calls running on the queue's messages.
+    consuming: int = 0
+    #: Wall-clock epoch ms of the last pull and the last consumption.
+    last_pull_timestamp: int = 0
+    last_consume_timestamp: int = 0
+    #: The offset last written to the broker (or, broadcasting, the local file) by us; -1 none yet.
+    persisted_offset: int = -1
 
 
 class PushConsumer:
@@ -144,9 +285,21 @@ class PushConsumer:
         consume_from_where: where a queue without a committed offset starts.
         consume_timestamp: ``yyyyMMddHHmmss`` for CONSUME_FROM_TIMESTAMP (default: 30 min ago).
         consume_concurrency: messages (batches) being consumed at once (Java's 20 threads).
-        max_reconsume_times: deliveries before the broker moves a message to ``%DLQ%group``.
+        max_reconsume_times: deliveries before a message goes to ``%DLQ%group`` (default 16;
+            orderly: unlimited, as Java).
         consume_timeout: seconds a listener call may take before it counts as a failure.
         flow_limits: per-queue (and topic) cache limits that pause pulling.
+        orderly: consume each queue in offset order under a broker lock (Java
+            ``MessageListenerOrderly``); the batch size stays ``consume_batch_max_size`` (1).
+        suspend_current_queue_time: (orderly) seconds a queue pauses after a SUSPEND answer.
+        rebalance_listener: told about revoked and assigned queues, see :class:`RebalanceListener`.
+        handoff_timeout: seconds a revoked queue waits for its running listener calls.
+        handoff_delay: seconds a newly assigned queue waits before its committed offset is read,
+            when the group has other members (see the module docstring); 0 turns it off.
+        offsets_dir: (broadcasting) directory of the local offset files (default
+            ``ROCKETMQ_PY_OFFSETS_DIR`` or ``~/.rocketmq_offsets``).
+        instance_name, client_ip, ...: :class:`ClientConfig` options. A broadcasting consumer
+            finds its offset file by client id: give it a stable ``instance_name``.
     """
 
     def __init__(
@@ -162,18 +315,30 @@ class PushConsumer:
         consume_concurrency: int = CONSUME_CONCURRENCY,
         consume_batch_max_size: int = CONSUME_MESSAGE_BATCH_MAX_SIZE,
         pull_batch_size: int = PULL_BATCH_SIZE,
-        max_reconsume_times: int = MAX_RECONSUME_TIMES,
+        max_reconsume_times: int | None = None,
         consume_timeout: float = CONSUME_TIMEOUT_MS / 1000,
         flow_limits: FlowLimits | None = None,
         rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
         persist_interval: float = PERSIST_CONSUMER_OFFSET_INTERVAL_MS / 1000,
+        orderly: bool = False,
+        suspend_current_queue_time: float = SUSPEND_CURRENT_QUEUE_TIME_MS / 1000,
+        rebalance_listener: RebalanceListener | None = None,
+        handoff_timeout: float = 5.0,
+        handoff_delay: float = 1.0,
+        offsets_dir: str | None = None,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
         validate_group(group)
         message_model = MessageModel(message_model)
-        if message_model is not MessageModel.CLUSTERING:
-            raise ClientError("only the CLUSTERING message model is supported so far")
+        self.orderly = orderly
+        self.suspend_current_queue_time = suspend_current_queue_time
+        self.rebalance_listener = rebalance_listener
+        self.handoff_timeout = handoff_timeout
+        self.handoff_delay = handoff_delay
+        self.offsets_dir = offsets_dir
+        if max_reconsume_times is None:
+            max_reconsume_times = MAX_RECONSUME_TIMES_ORDERLY if orderly else MAX_RECONSUME_TIMES
         self.group = group
         self.config = config or ClientConfig(**client_options)
         if namesrv is not None:
@@ -197,7 +362,7 @@ class PushConsumer:
         self._filters: dict[str, MessageFilter] = {}
         self._queues: dict[MessageQueue, _Queue] = {}
         self._instance: ClientInstance | None = None
-        self._offsets: RemoteOffsetStore | None = None
+        self._offsets: OffsetStore | None = None
         self._stack: AsyncExitStack | None = None
         self._nursery: trio.Nursery | None = None
         self._rebalance_now = trio.Event()
@@ -206,6 +371,17 @@ class PushConsumer:
         self._send: trio.MemorySendChannel[tuple[_Queue, list[MessageExt]]] | None = None
         self.consumed = 0
         self.failed = 0
+        self._persist_lock = trio.Lock()
+        self._orderly_slots = trio.Semaphore(max(1, consume_concurrency))
+        self._rebalance_retry = False
+        self._round_started = 0.0
+        self._started_ms = 0
+        self._started_at = 0.0
+        self._topic_stats: dict[str, _TopicStats] = {}
+
+    @property
+    def broadcasting(self) -> bool:
+        return self.message_model is MessageModel.BROADCASTING
 
     # --- configuration -------------------------------------------------------------------------------
 
@@ -244,7 +420,7 @@ class PushConsumer:
         return self._instance
 
     @property
-    def offsets(self) -> RemoteOffsetStore:
+    def offsets(self) -> OffsetStore:
         if self._offsets is None:
             raise StateError("the consumer is not started")
         return self._offsets
@@ -271,14 +447,18 @@ class PushConsumer:
             raise ClientError("register a listener before starting the consumer")
         if not self._expressions:
             raise ClientError("subscribe to at least one topic before starting the consumer")
-        # Clustering consumers also consume their group's retry topic.
-        self._set_subscription(retry_topic(self.group), "*", ExpressionType.TAG)
+        if not self.broadcasting:
+            # Clustering consumers also consume their group's retry topic.
+            self._set_subscription(retry_topic(self.group), "*", ExpressionType.TAG)
         stack = AsyncExitStack()
         try:
             instance = await stack.enter_async_context(ClientInstance(self.config))
             self._instance = instance
-            self._offsets = RemoteOffsetStore(instance.api, instance.routes, self.group)
+            self._started_ms = int(time.time() * 1000)
+            self._started_at = trio.current_time()
+            self._offsets = await self._open_offset_store(instance)
             instance.register_handler(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
+            self._install_command_handlers(instance)
             instance.add_consumer(self.group, self._consumer_data)
             from rocketmq_py.producer._producer import Producer
 
@@ -299,6 +479,8 @@ class PushConsumer:
                 self._nursery.start_soon(self._consume_worker, receive.clone())
             receive.close()
             self._nursery.start_soon(self._persist_loop)
+            if self.orderly and not self.broadcasting:
+                self._nursery.start_soon(self._lock_loop)
             await self._nursery.start(self._rebalance_loop)
         except BaseException:
             self._instance = None
@@ -316,7 +498,11 @@ class PushConsumer:
         stack, self._stack = self._stack, None
         assert stack is not None
         try:
-            for state in self._queues.values():
+            # The graceful handoff of every queue, while the consume workers still run.
+            with trio.move_on_after(self.handoff_timeout + 2 * self.config.request_timeout) as scope:
+                scope.shield = True
+                await self._revoke(list(self._queues.values()), notify=True)
+            for state in self._queues.values():  # only if the handoff ran out of time
                 state.pq.dropped = True
                 state.scope.cancel()
             if self._nursery is not None:
@@ -334,12 +520,32 @@ class PushConsumer:
         if self._stack is not None:
             await self.__aexit__(None, None, None)
 
+    async def _open_offset_store(self, instance: ClientInstance) -> OffsetStore:
+        if not self.broadcasting:
+            return RemoteOffsetStore(instance.api, instance.routes, self.group)
+        from rocketmq_py.consumer._local_offset_store import LocalOffsetStore
+
+        store = LocalOffsetStore(self.group, instance.client_id, directory=self.offsets_dir)
+        await trio.to_thread.run_sync(store.load)
+        return store
+
+    def _install_command_handlers(self, instance: ClientInstance) -> None:
+        install_command_handlers(instance, self)
+
     async def _persist_owned(self) -> None:
-        for mq in list(self._queues):
-            try:
-                await self.offsets.persist(mq)
-            except RocketMQError as exc:
-                log.warning("persisting the offset of %s on close failed: %s", mq, exc)
+        for state in list(self._queues.values()):
+            await self._persist_one(state)
+
+    async def _persist_one(self, state: _Queue) -> None:
+        """Commit one queue's offset synchronously (logged on failure)."""
+        offset = self.offsets.get(state.mq)
+        try:
+            async with self._persist_lock:
+                await self.offsets.persist(state.mq)
+            if offset >= 0:
+                state.persisted_offset = offset
+        except RocketMQError as exc:
+            log.warning("%s: committing the offset of %s failed: %s", self.group, state.mq, exc)
 
     async def _on_ids_changed(self, request: RemotingCommand) -> RemotingCommand | None:
         log.info("%s: the broker says the members of %s changed: rebalancing now", self.client_id, self.group)
@@ -349,12 +555,15 @@ class PushConsumer:
     # --- statistics --------------------------------------------------------------------------------
 
     def statistics(self) -> list[QueueStatistics]:
-        """Per owned queue: cache, flow control, pull/consume times and the committed offset."""
+        """Per owned queue: cache, flow control, lock, pull/consume times and the committed offset."""
         now = trio.current_time()
+        wall_ms = time.time() * 1000
+        lock_live = REBALANCE_LOCK_MAX_LIVE_TIME_MS / 1000
         stats = []
         for mq in sort_queues(self._queues):
             state = self._queues[mq]
             pq = state.pq
+            flow = state.flow
             stats.append(
                 QueueStatistics(
                     queue=mq,
@@ -363,9 +572,18 @@ class PushConsumer:
                     max_span=pq.max_span,
                     next_pull_offset=state.next_offset,
                     committed_offset=self._offsets.get(mq) if self._offsets else -1,
-                    paused_by_flow_control=state.flow.reason.name if state.flow else None,
+                    paused_by_flow_control=flow.reason.name if flow else None,
                     last_pull_age=now - pq.last_pull_time,
                     last_consume_age=now - pq.last_consume_time,
+                    paused_detail=f"{flow.reason.value} {flow.value} > {flow.limit}" if flow else None,
+                    locked=pq.locked and not pq.is_lock_expired(now, lock_live),
+                    lock_age=now - pq.last_lock_time if self.orderly else None,
+                    suspended=state.suspended_until > now,
+                    revoking=state.revoking,
+                    consuming=state.inflight,
+                    last_pull_timestamp=int(wall_ms - (now - pq.last_pull_time) * 1000),
+                    last_consume_timestamp=int(wall_ms - (now - pq.last_consume_time) * 1000),
+                    persisted_offset=state.persisted_offset,
                 )
             )
         return stats
@@ -376,13 +594,17 @@ class PushConsumer:
         await self.rebalance()
         task_status.started()
         while True:
-            with trio.move_on_after(self.rebalance_interval):
+            # A queue we were given but could not lock yet (orderly) is asked for again soon.
+            interval = REBALANCE_MIN_INTERVAL_MS / 1000 if self._rebalance_retry else self.rebalance_interval
+            with trio.move_on_after(min(interval, self.rebalance_interval)):
                 await self._rebalance_now.wait()
             self._rebalance_now = trio.Event()
             await self.rebalance()
 
     async def rebalance(self) -> None:
         """Rebalance every subscribed topic now (errors are logged; the next round retries)."""
+        self._rebalance_retry = False
+        self._round_started = trio.current_time()
         for topic in list(self._subscriptions):
             try:
                 await self._rebalance_topic(topic)
@@ -407,7 +629,10 @@ class PushConsumer:
         except RocketMQError as exc:
             log.debug("%s: no route for %s yet: %s", self.group, topic, exc)
             return
-        cid_all = sort_consumers(await self._find_consumer_ids(topic)) if mq_all else []
+        if self.broadcasting:
+            cid_all = [self.client_id]  # every member takes every queue
+        else:
+            cid_all = sort_consumers(await self._find_consumer_ids(topic)) if mq_all else []
         if not mq_all or not cid_all:
             log.debug(
                 "%s: %s has %d queues, %d consumers: nothing to allocate",
@@ -417,15 +642,18 @@ class PushConsumer:
                 len(cid_all),
             )
             return
-        allocated = set(self.strategy.allocate(self.group, self.client_id, mq_all, cid_all))
+        if self.broadcasting:
+            allocated = set(mq_all)
+        else:
+            allocated = set(self.strategy.allocate(self.group, self.client_id, mq_all, cid_all))
         now = trio.current_time()
-        changed = False
+        revoked: list[_Queue] = []
+        rebuilt: list[_Queue] = []
         for mq, state in list(self._queues.items()):
-            if mq.topic != topic:
+            if mq.topic != topic or state.revoking:
                 continue
             if mq not in allocated:
-                await self._drop(state)
-                changed = True
+                revoked.append(state)
             elif state.pq.is_pull_expired(now, PULL_MAX_IDLE_TIME_MS / 1000):
                 log.warning(
                     "%s: pull of %s idle for %.0f s: dropping and rebuilding it",
@@ -433,16 +661,40 @@ class PushConsumer:
                     mq,
                     now - state.pq.last_pull_time,
                 )
-                await self._drop(state)
-                changed = True
+                rebuilt.append(state)
+        await self._revoke(revoked, notify=True)
+        await self._revoke(rebuilt, notify=False)
+        changed = bool(revoked or rebuilt)
+        fresh = sort_queues(allocated - self._queues.keys())
+        if fresh and self.orderly and not self.broadcasting:
+            locked = await self._lock(fresh)
+            if len(locked) < len(fresh):
+                log.info(
+                    "%s: %d of %d new queues of %s are still locked by another member: retrying in 1 s",
+                    self.group,
+                    len(fresh) - len(locked),
+                    len(fresh),
+                    topic,
+                )
+                self._rebalance_retry = True
+            fresh = [mq for mq in fresh if mq in locked]
+        elif fresh and len(cid_all) > 1 and self.handoff_delay > 0:
+            # The previous owners rebalance on the same notification: let them commit first
+            # (one delay per rebalance round, not per topic).
+            await trio.sleep_until(self._round_started + self.handoff_delay)
         added: list[_Queue] = []
-        for mq in sort_queues(allocated - self._queues.keys()):
+        for mq in fresh:
             try:
                 offset = await self._start_offset(mq)
             except RocketMQError as exc:
                 log.warning("%s: no start offset for %s yet: %s", self.group, mq, exc)
+                if self.orderly:
+                    await unlock_queues(self.instance.api, routes, self.group, self.client_id, [mq])
                 continue
-            added.append(_Queue(mq, ProcessQueue(clock=trio.current_time), offset))
+            pq = ProcessQueue(clock=trio.current_time)
+            if self.orderly:
+                pq.locked = True  # _lock stamped the lock: it was granted just now
+            added.append(_Queue(mq, pq, offset))
         if added:
             changed = True
         if changed:
@@ -461,20 +713,90 @@ class PushConsumer:
             expression, kind = self._expressions.get(topic, ("*", ExpressionType.TAG))
             self._set_subscription(topic, expression, kind)
             await self.instance.heartbeat_all()  # the new subscription version before the new pulls
+        if added and self.rebalance_listener is not None:
+            await self._notify_listener("on_assigned", [state.mq for state in added])
         for state in added:
             self._queues[state.mq] = state
             assert self._nursery is not None
             self._nursery.start_soon(self._pull_loop, state)
+            if self.orderly:
+                self._nursery.start_soon(self._orderly_loop, state)
 
-    async def _drop(self, state: _Queue) -> None:
-        state.pq.dropped = True
-        state.scope.cancel()
-        self._queues.pop(state.mq, None)
+    async def _notify_listener(self, method: str, queues: list[MessageQueue]) -> None:
+        callback = getattr(self.rebalance_listener, method, None)
+        if callback is None:
+            return
         try:
-            await self.offsets.persist(state.mq)
-        except RocketMQError as exc:
-            log.warning("persisting the offset of dropped %s failed: %s", state.mq, exc)
-        self.offsets.remove(state.mq)
+            result = callback(queues)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("%s: rebalance listener %s(%s) failed", self.group, method, queues)
+
+    async def _revoke(self, states: list[_Queue], *, notify: bool) -> None:
+        """The graceful handoff of ``states`` (see the module docstring), all at once."""
+        states = [state for state in states if not state.pq.dropped]
+        if not states:
+            return
+        for state in states:
+            state.revoking = True
+            state.scope.cancel()  # no more pulls
+            state.poke()  # an orderly consume task looks, and leaves
+        with trio.move_on_after(self.handoff_timeout):
+            for state in states:
+                while state.inflight:
+                    await state.quiet.wait()
+        late = [state.mq for state in states if state.inflight]
+        if late:
+            log.warning(
+                "%s: listener calls on %s still running after %g s: the next owner consumes them again",
+                self.group,
+                late,
+                self.handoff_timeout,
+            )
+        if notify and self.rebalance_listener is not None:
+            await self._notify_listener("on_revoked", [state.mq for state in states])
+        for state in states:
+            state.pq.dropped = True  # from here on, nothing moves the offsets
+        for state in states:
+            await self._persist_one(state)
+        if self.orderly and not self.broadcasting:
+            await unlock_queues(
+                self.instance.api, self.instance.routes, self.group, self.client_id, [s.mq for s in states]
+            )
+            for state in states:
+                state.pq.locked = False
+        for state in states:
+            if self._queues.get(state.mq) is state:
+                del self._queues[state.mq]
+                self.offsets.remove(state.mq)
+
+    async def _lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
+        locked = await lock_queues(
+            self.instance.api, self.instance.routes, self.group, self.client_id, queues
+        )
+        now = trio.current_time()
+        for mq in locked:
+            state = self._queues.get(mq)
+            if state is not None:
+                state.pq.locked = True
+                state.pq.last_lock_time = now
+        return locked
+
+    async def _lock_loop(self) -> None:
+        """(Orderly) renew the lock of every owned queue every 20 s (Java ``lockAll``)."""
+        while True:
+            await trio.sleep(REBALANCE_LOCK_INTERVAL_MS / 1000)
+            owned = [state for state in self._queues.values() if not state.revoking]
+            if not owned:
+                continue
+            locked = await self._lock(state.mq for state in owned)
+            for state in owned:
+                if state.mq not in locked and state.pq.locked:
+                    log.warning("%s: the broker did not renew the lock of %s", self.group, state.mq)
+                    state.pq.locked = False
+                elif state.mq in locked:
+                    state.poke()
 
     async def _start_offset(self, mq: MessageQueue) -> int:
         try:
@@ -508,11 +830,16 @@ class PushConsumer:
         pq.last_pull_time = trio.current_time()
         with state.scope:
             while not pq.dropped:
-                state.flow = flow_control(pq, self._limits, orderly=False)
+                state.flow = flow_control(pq, self._limits, orderly=self.orderly)
                 if state.flow is not None:
                     # Paused on purpose, not idle (Java stamps lastPullTimestamp before the check).
                     pq.last_pull_time = trio.current_time()
                     await trio.sleep(state.flow.delay_ms / 1000)
+                    continue
+                if self.orderly and not self.broadcasting and not pq.locked:
+                    # Java pulls an orderly queue only while it is locked; the renewal may lock it again.
+                    pq.last_pull_time = trio.current_time()
+                    await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
                     continue
                 sub = self._subscriptions.get(mq.topic)
                 found = routes.find_broker(mq.broker_name, broker_id)
@@ -540,9 +867,13 @@ class PushConsumer:
                     broker_name=mq.broker_name,
                 )
                 try:
+                    started = trio.current_time()
                     reply = await api.pull_message(
                         found.address, header, timeout=CONSUMER_TIMEOUT_WHEN_SUSPEND_MS / 1000
                     )
+                    stats = self._stats(mq.topic)
+                    stats.pull_count += 1
+                    stats.pull_rt += trio.current_time() - started
                     ext = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)
                     result = interpret_pull_response(
                         reply.code,
@@ -576,7 +907,11 @@ class PushConsumer:
                 )
                 if action.dispatch:
                     fresh = pq.add_messages(msgs)
-                    await self._dispatch(state, fresh)
+                    self._stats(mq.topic).pulled += len(fresh)
+                    if self.orderly:
+                        state.poke()  # the queue's own consume task takes them in order
+                    else:
+                        await self._dispatch(state, fresh)
                 if action.correct_offset:
                     self.offsets.update(mq, action.next_offset)
                 if action.drop_queue:
@@ -629,10 +964,15 @@ class PushConsumer:
     ) -> None:
         async with receive:
             async for state, msgs in receive:
-                if not state.pq.dropped:
+                if state.pq.dropped or state.revoking:
+                    continue  # cached, never handed over: the next owner pulls it again
+                state.begin()
+                try:
                     await self._consume(state, msgs)
+                finally:
+                    state.end()
 
-    async def _call_listener(self, msgs: list[MessageExt]) -> ConsumeStatus:
+    async def _invoke_listener(self, msgs: list[MessageExt]) -> object:
         listener = self.listener
         assert listener is not None
         # An async def, or an object whose __call__ is one (trio refuses to run either in a thread).
@@ -641,19 +981,26 @@ class PushConsumer:
         ):
             pending = listener(msgs)
             assert inspect.isawaitable(pending)
-            result: ConsumeStatus | None = await pending
-        else:
-            outcome = await trio.to_thread.run_sync(listener, msgs, abandon_on_cancel=True)
-            result = await outcome if inspect.isawaitable(outcome) else outcome
-        return ConsumeStatus.CONSUME_SUCCESS if result is None else ConsumeStatus(result)
+            return await pending
+        outcome = await trio.to_thread.run_sync(listener, msgs, abandon_on_cancel=True)
+        return await outcome if inspect.isawaitable(outcome) else outcome
+
+    async def _call_listener(self, msgs: list[MessageExt]) -> ConsumeStatus:
+        result = await self._invoke_listener(msgs)
+        if result is None or result is ConsumeOrderlyStatus.SUCCESS:
+            return ConsumeStatus.CONSUME_SUCCESS
+        if result is ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT:
+            return ConsumeStatus.RECONSUME_LATER
+        return ConsumeStatus(result)
 
     async def _consume(self, state: _Queue, msgs: list[MessageExt]) -> None:
         restore_retry_topic(msgs, self.group)
         set_consume_start_time(msgs, int(time.time() * 1000))
         status = ConsumeStatus.RECONSUME_LATER
+        started = trio.current_time()
         try:
             # A bare CancelScope: move_on_after's generator wrapper costs per message here.
-            scope = trio.CancelScope(deadline=trio.current_time() + self.consume_timeout)
+            scope = trio.CancelScope(deadline=started + self.consume_timeout)
             with scope:
                 status = await self._call_listener(msgs)
             if scope.cancelled_caught:
@@ -667,11 +1014,21 @@ class PushConsumer:
         except Exception:
             log.exception("%s: listener failed on %d messages of %s", self.group, len(msgs), state.mq)
         state.pq.last_consume_time = trio.current_time()
+        self._count_consume(state.mq.topic, len(msgs), status is ConsumeStatus.CONSUME_SUCCESS, started)
         if state.pq.dropped:
             return
         retry_later: list[MessageExt] = []
         if status is ConsumeStatus.CONSUME_SUCCESS:
             self.consumed += len(msgs)
+        elif self.broadcasting:
+            self.failed += len(msgs)
+            log.warning(
+                "%s: broadcasting consumption of %d messages of %s failed: dropped (%s)",
+                self.group,
+                len(msgs),
+                state.mq,
+                [m.msg_id for m in msgs],
+            )
         else:
             self.failed += len(msgs)
             for msg in msgs:
@@ -687,7 +1044,7 @@ class PushConsumer:
 
     async def _consume_later(self, state: _Queue, msgs: list[MessageExt]) -> None:
         await trio.sleep(SEND_BACK_LOCAL_RETRY_DELAY_MS / 1000)
-        if not state.pq.dropped:
+        if not state.pq.dropped and not state.revoking:
             await self._dispatch(state, msgs)
 
     async def _send_back(self, state: _Queue, msg: MessageExt) -> bool:
@@ -730,4 +1087,276 @@ class PushConsumer:
     async def _persist_loop(self) -> None:
         while True:
             await trio.sleep(self.persist_interval)
-            await self.offsets.persist_all(self._queues.keys())
+            states = list(self._queues.values())
+            table = self.offsets.snapshot()
+            async with self._persist_lock:  # never after (so never older than) a handoff's commit
+                await self.offsets.persist_all([s.mq for s in states])
+            for state in states:
+                offset = table.get(state.mq, -1)
+                if offset >= 0 and not state.pq.dropped:
+                    state.persisted_offset = offset
+
+    # --- orderly consumption -------------------------------------------------------------------------
+
+    async def _orderly_loop(self, state: _Queue) -> None:
+        """(Orderly) the one task consuming ``state``'s queue, in offset order, while it is locked."""
+        pq = state.pq
+        lock_live = REBALANCE_LOCK_MAX_LIVE_TIME_MS / 1000
+        while not (pq.dropped or state.revoking):
+            now = trio.current_time()
+            if state.suspended_until > now:
+                with trio.move_on_at(state.suspended_until):
+                    await state.wake.wait()  # only a revoke wakes a suspended queue early
+                continue
+            if not pq.has_pending_messages():
+                await state.wake.wait()
+                continue
+            if not self.broadcasting and (not pq.locked or pq.is_lock_expired(now, lock_live)):
+                # Java tryLockLaterAndReconsume: lock just this queue, else look again later.
+                if state.mq not in await self._lock([state.mq]):
+                    pq.locked = False
+                    with trio.move_on_after(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000):
+                        await state.wake.wait()
+                continue
+            async with self._orderly_slots:
+                if pq.dropped or state.revoking:
+                    break
+                msgs = pq.take_messages(self.consume_batch_max_size)
+                if not msgs:
+                    continue
+                state.begin()
+                try:
+                    await self._consume_orderly(state, msgs)
+                finally:
+                    state.end()
+
+    async def _consume_orderly(self, state: _Queue, msgs: list[MessageExt]) -> None:
+        pq = state.pq
+        restore_retry_topic(msgs, self.group)
+        set_consume_start_time(msgs, int(time.time() * 1000))
+        status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        started = trio.current_time()
+        try:
+            scope = trio.CancelScope(deadline=started + self.consume_timeout)
+            with scope:
+                status = ConsumeOrderlyStatus.of(await self._invoke_listener(msgs))
+            if scope.cancelled_caught:
+                log.warning(
+                    "%s: orderly listener took more than %g s on %s",
+                    self.group,
+                    self.consume_timeout,
+                    state.mq,
+                )
+        except Exception:
+            log.exception("%s: orderly listener failed on %d messages of %s", self.group, len(msgs), state.mq)
+        pq.last_consume_time = trio.current_time()
+        self._count_consume(state.mq.topic, len(msgs), status is ConsumeOrderlyStatus.SUCCESS, started)
+        if pq.dropped:
+            return
+        if status is ConsumeOrderlyStatus.SUCCESS:
+            self.consumed += len(msgs)
+            commit = True
+        elif self.broadcasting:
+            self.failed += len(msgs)
+            log.warning("%s: broadcasting consumption of %s failed: dropped", self.group, state.mq)
+            commit = True
+        else:
+            self.failed += len(msgs)
+            decision = check_reconsume_times(msgs, self.max_reconsume_times)
+            again = [m for m in msgs if m not in decision.to_dlq]
+            for msg in decision.to_dlq:
+                if not await self._send_to_dlq(msg):
+                    msg.reconsume_times += 1
+                    again.append(msg)
+            commit = not again
+            if again:
+                # Everything taken goes back (a DLQ'd message among them too: order is kept).
+                pq.make_message_to_consume_again(msgs)
+                state.suspended_until = trio.current_time() + self.suspend_current_queue_time
+        if commit:
+            offset = pq.commit()
+            if offset >= 0 and not pq.dropped:
+                self.offsets.update(state.mq, offset, increase_only=False)
+
+    async def _send_to_dlq(self, msg: MessageExt) -> bool:
+        """(Orderly) Java ``sendMessageBack``: re-send to the retry topic with the reconsume times
+        reached, which the broker stores in ``%DLQ%group``."""
+        retry = Message(retry_topic(self.group), msg.body, flag=msg.flag, properties=dict(msg.properties))
+        retry.properties[PropertyKey.ORIGIN_MESSAGE_ID] = msg.properties.get(
+            PropertyKey.ORIGIN_MESSAGE_ID, msg.msg_id
+        )
+        retry.properties[PropertyKey.RETRY_TOPIC] = msg.topic
+        retry.properties[PropertyKey.RECONSUME_TIME] = str(msg.reconsume_times)
+        retry.properties[PropertyKey.MAX_RECONSUME_TIMES] = str(self.max_reconsume_times)
+        retry.properties.pop(PropertyKey.TRANSACTION_PREPARED, None)
+        retry.properties[PropertyKey.DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
+        try:
+            await self._inner_producer.send(retry)
+            return True
+        except RocketMQError as exc:
+            log.warning("%s: sending %s to the DLQ failed: %s", self.group, msg.msg_id, exc)
+            return False
+
+    # --- answering the broker (GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET, ...) ----------
+
+    def _stats(self, topic: str) -> _TopicStats:
+        stats = self._topic_stats.get(topic)
+        if stats is None:
+            stats = self._topic_stats[topic] = _TopicStats()
+        return stats
+
+    def _count_consume(self, topic: str, count: int, ok: bool, started: float) -> None:
+        stats = self._stats(topic)
+        stats.consume_calls += 1
+        stats.consume_rt += trio.current_time() - started
+        if ok:
+            stats.ok += count
+        else:
+            stats.failed += count
+
+    def _properties(self) -> dict[str, str]:
+        java_class = _JAVA_STRATEGY_CLASSES.get(self.strategy.name)
+        strategy = f"{_JAVA_STRATEGY_PACKAGE}.{java_class}" if java_class else self.strategy.name
+        limits = self.flow_limits
+        return {
+            PROP_NAMESERVER_ADDR: ";".join(self.instance.namesrv_addrs),
+            PROP_CONSUME_TYPE: ConsumeType.CONSUME_PASSIVELY.value,
+            PROP_CONSUME_ORDERLY: "true" if self.orderly else "false",
+            PROP_THREADPOOL_CORE_SIZE: str(self.consume_concurrency),
+            PROP_CONSUMER_START_TIMESTAMP: str(self._started_ms),
+            PROP_ALLOCATE_STRATEGY: strategy,
+            "allocateMessageQueueStrategyName": self.strategy.name,
+            "consumerGroup": self.group,
+            "messageModel": self.message_model.value,
+            "consumeFromWhere": self.consume_from_where.value,
+            "consumeTimestamp": self.consume_timestamp or "",
+            "consumeThreadMin": str(self.consume_concurrency),
+            "consumeThreadMax": str(self.consume_concurrency),
+            "consumeMessageBatchMaxSize": str(self.consume_batch_max_size),
+            "pullBatchSize": str(self.pull_batch_size),
+            "pullThresholdForQueue": str(limits.pull_threshold_for_queue),
+            "pullThresholdSizeForQueue": str(limits.pull_threshold_size_for_queue_mib),
+            "pullThresholdForTopic": str(limits.pull_threshold_for_topic),
+            "pullThresholdSizeForTopic": str(limits.pull_threshold_size_for_topic_mib),
+            "consumeConcurrentlyMaxSpan": str(limits.consume_concurrently_max_span),
+            "maxReconsumeTimes": str(self.max_reconsume_times),
+            "consumeTimeout": str(int(self.consume_timeout / 60)),  # Java: minutes
+            "suspendCurrentQueueTimeMillis": str(int(self.suspend_current_queue_time * 1000)),
+            "persistConsumerOffsetInterval": str(int(self.persist_interval * 1000)),
+            "instanceName": self.config.instance_name or "",
+            "clientIP": self.config.client_ip or "",
+            "unitMode": "false",
+        }
+
+    def running_info(self) -> ConsumerRunningInfo:
+        """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``)."""
+        now = trio.current_time()
+        wall_ms = time.time() * 1000
+
+        def epoch_ms(clock: float) -> int:
+            return int(wall_ms - (now - clock) * 1000)
+
+        mq_table = {}
+        for mq, state in self._queues.items():
+            info = state.pq.statistics()
+            mq_table[mq] = ProcessQueueInfo(
+                commit_offset=self.offsets.get(mq),
+                cached_msg_min_offset=max(info.min_offset, 0),
+                cached_msg_max_offset=max(info.max_offset, 0),
+                cached_msg_count=info.msg_count,
+                cached_msg_size_in_mib=info.msg_size // (1024 * 1024),
+                locked=info.locked,
+                try_unlock_times=info.try_unlock_times,
+                last_lock_timestamp=epoch_ms(info.last_lock_time),
+                dropped=info.dropped,
+                last_pull_timestamp=epoch_ms(info.last_pull_time),
+                last_consume_timestamp=epoch_ms(info.last_consume_time),
+            )
+        uptime = max(now - self._started_at, 1e-3)
+        status_table = {}
+        for topic in self._subscriptions:
+            stats = self._stats(topic)
+            status_table[topic] = ConsumeRateStatus(
+                pull_rt=stats.pull_rt * 1000 / stats.pull_count if stats.pull_count else 0.0,
+                pull_tps=stats.pulled / uptime,
+                consume_rt=stats.consume_rt * 1000 / stats.consume_calls if stats.consume_calls else 0.0,
+                consume_ok_tps=stats.ok / uptime,
+                consume_failed_tps=stats.failed / uptime,
+                consume_failed_msgs=stats.failed,
+            )
+        return ConsumerRunningInfo(
+            properties=self._properties(),
+            subscription_set=tuple(self._subscriptions.values()),
+            mq_table=mq_table,
+            status_table=status_table,
+        )
+
+    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """Restart the owned queues of ``topic`` named in ``offsets`` from those offsets.
+
+        Java ``resetOffset`` (RESET_CONSUMER_CLIENT_OFFSET, e.g. ``mqadmin resetOffsetByTime``):
+        their pulls stop and their caches are dropped (results of listener calls still running
+        are not committed), the new offsets are written to the offset store and committed
+        synchronously to the broker (or the local file), locks are released, and a rebalance
+        starts the queues again from the new offsets. Queues we do not own are left alone (their
+        owners get the same request).
+        """
+        states = [
+            state
+            for mq, state in self._queues.items()
+            if mq.topic == topic and mq in offsets and not state.revoking
+        ]
+        for state in states:
+            state.revoking = True
+            state.pq.dropped = True
+            state.scope.cancel()
+            state.poke()
+        for state in states:
+            self.offsets.update(state.mq, offsets[state.mq], increase_only=False)
+            await self._persist_one(state)
+        if self.orderly and not self.broadcasting and states:
+            await unlock_queues(
+                self.instance.api, self.instance.routes, self.group, self.client_id, [s.mq for s in states]
+            )
+        for state in states:
+            if self._queues.get(state.mq) is state:
+                del self._queues[state.mq]
+                self.offsets.remove(state.mq)
+        log.info("%s: offsets of %d queues of %s reset: %s", self.group, len(states), topic, offsets)
+        self._rebalance_now.set()
+
+    async def consume_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
+        """CONSUME_MESSAGE_DIRECTLY: call the listener once with ``[msg]`` (no retry, no send-back).
+
+        A ``None`` answer counts as success here as everywhere in this client (Java would say
+        CR_RETURN_NULL).
+        """
+        msgs = [msg]
+        restore_retry_topic(msgs, self.group)
+        set_consume_start_time(msgs, int(time.time() * 1000))
+        started = time.monotonic()
+        try:
+            raw = await self._invoke_listener(msgs)
+            if self.orderly:
+                ok = ConsumeOrderlyStatus.of(raw) is ConsumeOrderlyStatus.SUCCESS
+            else:
+                ok = (
+                    raw is None
+                    or raw is ConsumeOrderlyStatus.SUCCESS
+                    or ConsumeStatus(raw) is ConsumeStatus.CONSUME_SUCCESS
+                )
+            result = ConsumeResult.CR_SUCCESS if ok else ConsumeResult.CR_LATER
+            remark = getattr(raw, "value", None) or str(raw)
+        except Exception as exc:
+            log.warning("%s: direct consumption of %s failed: %r", self.group, msg.msg_id, exc)
+            result, remark = ConsumeResult.CR_THROW_EXCEPTION, f"{type(exc).__name__}: {exc}"
+        spent = int((time.monotonic() - started) * 1000)
+        return ConsumeMessageDirectlyResult(
+            order=self.orderly,
+            auto_commit=True,
+            consume_result=result,
+            remark=remark,
+            spent_time_mills=spent,
+        )

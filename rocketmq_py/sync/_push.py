@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rocketmq_py._client._config import ClientConfig
@@ -10,15 +11,22 @@ from rocketmq_py.consumer._flow import (
     CONSUME_CONCURRENCY,
     CONSUME_MESSAGE_BATCH_MAX_SIZE,
     CONSUME_TIMEOUT_MS,
-    MAX_RECONSUME_TIMES,
     PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
     PULL_BATCH_SIZE,
     REBALANCE_INTERVAL_MS,
+    SUSPEND_CURRENT_QUEUE_TIME_MS,
     FlowLimits,
 )
-from rocketmq_py.consumer._push import Listener, QueueStatistics
+from rocketmq_py.consumer._push import Listener, QueueStatistics, RebalanceListener
 from rocketmq_py.consumer._push import PushConsumer as AsyncPushConsumer
-from rocketmq_py.protocol import ConsumeFromWhere, MessageModel, MessageQueue
+from rocketmq_py.protocol import (
+    ConsumeFromWhere,
+    ConsumeMessageDirectlyResult,
+    ConsumerRunningInfo,
+    MessageExt,
+    MessageModel,
+    MessageQueue,
+)
 from rocketmq_py.sync._facade import SyncClient
 
 __all__ = ["PushConsumer"]
@@ -51,11 +59,17 @@ class PushConsumer(SyncClient[AsyncPushConsumer]):
         consume_concurrency: int = CONSUME_CONCURRENCY,
         consume_batch_max_size: int = CONSUME_MESSAGE_BATCH_MAX_SIZE,
         pull_batch_size: int = PULL_BATCH_SIZE,
-        max_reconsume_times: int = MAX_RECONSUME_TIMES,
+        max_reconsume_times: int | None = None,
         consume_timeout: float = CONSUME_TIMEOUT_MS / 1000,
         flow_limits: FlowLimits | None = None,
         rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
         persist_interval: float = PERSIST_CONSUMER_OFFSET_INTERVAL_MS / 1000,
+        orderly: bool = False,
+        suspend_current_queue_time: float = SUSPEND_CURRENT_QUEUE_TIME_MS / 1000,
+        rebalance_listener: RebalanceListener | None = None,
+        handoff_timeout: float = 5.0,
+        handoff_delay: float = 1.0,
+        offsets_dir: str | None = None,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -76,6 +90,12 @@ class PushConsumer(SyncClient[AsyncPushConsumer]):
                 flow_limits=flow_limits,
                 rebalance_interval=rebalance_interval,
                 persist_interval=persist_interval,
+                orderly=orderly,
+                suspend_current_queue_time=suspend_current_queue_time,
+                rebalance_listener=rebalance_listener,
+                handoff_timeout=handoff_timeout,
+                handoff_delay=handoff_delay,
+                offsets_dir=offsets_dir,
                 config=config,
                 **client_options,
             )
@@ -101,3 +121,19 @@ class PushConsumer(SyncClient[AsyncPushConsumer]):
     def rebalance(self) -> None:
         """Rebalance every subscribed topic now."""
         self._call(self._client.rebalance)
+
+    @property
+    def broadcasting(self) -> bool:
+        return self._client.broadcasting
+
+    def running_info(self) -> ConsumerRunningInfo:
+        """What ``mqadmin consumerStatus`` shows: properties, subscriptions, per-queue state."""
+        return self._call_sync(self._client.running_info)
+
+    def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """Restart the given queues of ``topic`` from these offsets (also written to the broker)."""
+        self._call(self._client.reset_offsets, topic, offsets)
+
+    def consume_directly(self, msg: MessageExt, broker_name: str | None) -> ConsumeMessageDirectlyResult:
+        """Hand one message to the listener once, as the broker's CONSUME_MESSAGE_DIRECTLY does."""
+        return self._call(self._client.consume_directly, msg, broker_name)

@@ -33,6 +33,13 @@ beyond tags::
                                    + 1, RETRY_TOPIC, ORIGIN_MESSAGE_ID and DELAY (3 + reconsume
                                    times for level 0) as the broker sets them; delivered at once
                                    (the fake has no delay queues); an unknown offset is SYSTEM_ERROR
+    LOCK_BATCH_MQ (41)             LockBatchResponseBody: the requested queues not locked by another
+                                   client of the group (a lock lapses 60 s after its last renewal,
+                                   broker ``rebalanceLockMaxLiveTime``); they become (stay) ours
+    UNLOCK_BATCH_MQ (42)           releases the queues the client holds; SUCCESS
+
+A send to ``%RETRY%<group>`` whose reconsumeTimes header reached maxReconsumeTimes is stored in
+``%DLQ%<group>`` instead, as the broker's send processor does (orderly consumers' DLQ path).
 
 Malformed request headers are answered SYSTEM_ERROR, as the broker does.
 """
@@ -52,8 +59,12 @@ from rocketmq_py.protocol._bodies import (
     BrokerData,
     ConsumerListBody,
     HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
     QueueData,
     TopicRouteData,
+    UnlockBatchRequestBody,
     decode_body,
     encode_body,
 )
@@ -100,6 +111,8 @@ DEFAULT_PERM: Final = 6
 _BORN_HOST: Final = "127.0.0.1:0"
 #: Queues of a group's retry and dead-letter topics (broker ``retryQueueNums``, ``DLQ_NUMS_PER_GROUP``).
 _GROUP_TOPIC_QUEUES: Final = 1
+#: Seconds a queue lock lives without renewal (broker ``rebalanceLockMaxLiveTime`` = 60000 ms).
+LOCK_MAX_LIVE_TIME: Final = 60.0
 
 _H = TypeVar("_H", bound=CustomHeader)
 
@@ -146,6 +159,8 @@ class FakeStore:
         self._records: dict[tuple[str, int], list[bytes]] = {}
         self._arrivals: dict[tuple[str, int], trio.Event] = {}
         self._commit_log_offset = 0
+        #: Queue locks: (group, queue) -> (client id, trio time of the last lock or renewal).
+        self.locks: dict[tuple[str, MessageQueue], tuple[str, float]] = {}
 
     def install(self, handlers: MutableMapping[int, BrokerHandler]) -> None:
         """Register the default handlers (codes listed in the module docstring)."""
@@ -163,6 +178,8 @@ class FakeStore:
         handlers[RequestCode.UNREGISTER_CLIENT] = self.unregister_client
         handlers[RequestCode.GET_CONSUMER_LIST_BY_GROUP] = self.get_consumer_list
         handlers[RequestCode.CONSUMER_SEND_MSG_BACK] = self.consumer_send_msg_back
+        handlers[RequestCode.LOCK_BATCH_MQ] = self.lock_batch_mq
+        handlers[RequestCode.UNLOCK_BATCH_MQ] = self.unlock_batch_mq
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -280,8 +297,15 @@ class FakeStore:
 
     async def send_message(self, request: RemotingCommand) -> RemotingCommand | None:
         header, queue_id = self._send_header(request)
+        topic = header.topic
+        max_times = header.max_reconsume_times if header.max_reconsume_times is not None else 16
+        if topic.startswith("%RETRY%") and (header.reconsume_times or 0) >= max_times:
+            topic = "%DLQ%" + topic.removeprefix("%RETRY%")  # the broker's handleRetryAndDLQ
+            if topic not in self.topics:
+                self.add_topic(topic, queues=_GROUP_TOPIC_QUEUES, perm=DEFAULT_PERM)
+            queue_id = 0
         message = Message(
-            header.topic,
+            topic,
             request.body,
             flag=header.flag,
             properties=decode_properties(header.properties or ""),
@@ -460,6 +484,32 @@ class FakeStore:
         self.append(
             message, 0, born_timestamp=original.born_timestamp, reconsume_times=original.reconsume_times + 1
         )
+        return _answer(request)
+
+    async def lock_batch_mq(self, request: RemotingCommand) -> RemotingCommand | None:
+        try:
+            body = decode_body(LockBatchRequestBody, request.body)
+        except MalformedBody as exc:
+            raise broker_error_for(ResponseCode.SYSTEM_ERROR, f"bad lock body: {exc}") from exc
+        now = trio.current_time()
+        locked: set[MessageQueue] = set()
+        for mq in body.mq_set:
+            holder = self.locks.get((body.consumer_group, mq))
+            if holder is None or holder[0] == body.client_id or now - holder[1] > LOCK_MAX_LIVE_TIME:
+                self.locks[(body.consumer_group, mq)] = (body.client_id, now)
+                locked.add(mq)
+        reply = LockBatchResponseBody(lock_ok_mq_set=frozenset(locked))
+        return _answer(request, body=encode_body(reply))
+
+    async def unlock_batch_mq(self, request: RemotingCommand) -> RemotingCommand | None:
+        try:
+            body = decode_body(UnlockBatchRequestBody, request.body)
+        except MalformedBody as exc:
+            raise broker_error_for(ResponseCode.SYSTEM_ERROR, f"bad unlock body: {exc}") from exc
+        for mq in body.mq_set:
+            holder = self.locks.get((body.consumer_group, mq))
+            if holder is not None and holder[0] == body.client_id:
+                del self.locks[(body.consumer_group, mq)]
         return _answer(request)
 
 

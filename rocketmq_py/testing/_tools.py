@@ -68,7 +68,11 @@ def run_java(
     jvm_opts: Sequence[str] = (),
     timeout: float | None = 120.0,
 ) -> ToolResult:
-    """Run ``main_class`` and capture its output; a timeout kills it and is reported, not raised."""
+    """Run ``main_class`` and capture its output; a timeout kills it and is reported, not raised.
+
+    The tool runs in the tools' home directory: some (``mqadmin consumerStatus``) write files into
+    their working directory.
+    """
     home = cache_dir() / "tools-home"
     write_home_conf(home)
     env = dict(os.environ, ROCKETMQ_HOME=str(home))
@@ -91,6 +95,7 @@ def run_java(
             timeout=timeout,
             check=False,
             stdin=subprocess.DEVNULL,
+            cwd=home,
         )
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout or ""

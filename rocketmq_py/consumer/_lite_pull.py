@@ -1,0 +1,741 @@
+"""The lite pull consumer, Java ``DefaultLitePullConsumer`` with an aiokafka-like API, on trio.
+
+``async with LitePullConsumer(group, namesrv=...) as consumer`` runs, under one nursery:
+
+- the **rebalance loop** (``subscribe`` mode): at start, every ``rebalance_interval`` seconds and
+  on NOTIFY_CONSUMER_IDS_CHANGED, each subscribed topic's readable queues are allocated among the
+  group's client ids by the strategy (BROADCASTING: every queue). A revoked queue stops pulling,
+  its buffered messages are discarded and its consumed offset is committed synchronously before
+  it is released. ``assign`` mode instead pulls exactly the queues given, with no rebalance;
+- one **pull task** per assigned queue: finds its start offset (the committed offset, else
+  ``consume_from_where``), then long-polls the broker (PULL_MESSAGE with the subscription in the
+  header, so ``assign`` needs no registered subscription) and appends what it finds to the
+  buffer. It waits, without polling the broker, while the queue is paused or the buffer is over a
+  limit (``pull_threshold_for_all`` messages in all, ``pull_threshold_for_queue`` messages,
+  ``pull_threshold_size_for_queue_mib`` MiB or ``consume_max_span`` offsets in one queue);
+- the **auto-commit loop** (``auto_commit=True``): every ``auto_commit_interval`` seconds it
+  commits, per queue, the offset after the last message :meth:`LitePullConsumer.poll` returned.
+
+The buffer is a queue of pulled batches in arrival order. :meth:`~LitePullConsumer.poll` returns
+the first batch of a queue that is not paused (a flat list, at most ``pull_batch_size`` messages,
+as Java's ``poll``); :meth:`~LitePullConsumer.getmany` drains up to ``max_records`` messages and
+returns them by queue (a dict, as aiokafka's ``getmany``). A seek or a revoke discards that
+queue's buffered messages. Offsets are kept by the brokers (CLUSTERING) or in a
+:class:`~rocketmq_py.consumer._local_offset_store.LocalOffsetStore` (BROADCASTING).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from contextlib import AsyncExitStack
+from os import PathLike
+from types import TracebackType
+from typing import Any, Final, Self
+
+import trio
+
+from rocketmq_py._client._config import ClientConfig
+from rocketmq_py._client._instance import ClientInstance
+from rocketmq_py._transport._nursery import open_service_nursery
+from rocketmq_py.consumer._allocate import AllocateStrategy, get_strategy, sort_consumers, sort_queues
+from rocketmq_py.consumer._filter import MessageFilter
+from rocketmq_py.consumer._flow import (
+    PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
+    PULL_THRESHOLD_FOR_QUEUE,
+    PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
+    PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
+    REBALANCE_INTERVAL_MS,
+    FlowLimits,
+)
+from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
+from rocketmq_py.consumer._local_offset_store import LocalOffsetStore
+from rocketmq_py.consumer._offset_store import RemoteOffsetStore
+from rocketmq_py.consumer._offset_store_api import OffsetStore
+from rocketmq_py.consumer._pull_result import (
+    PullStatus,
+    interpret_pull_response,
+    next_pull_action,
+    process_found_messages,
+    pull_error_delay_ms,
+    pull_sys_flag,
+)
+from rocketmq_py.consumer._start_offset import StartFrom, compute_pull_from_where
+from rocketmq_py.errors import ClientError, RocketMQError, StateError
+from rocketmq_py.producer._validation import validate_group, validate_topic
+from rocketmq_py.protocol import (
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    ExpressionType,
+    MessageExt,
+    MessageModel,
+    MessageQueue,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    RemotingCommand,
+    RequestCode,
+    SubscriptionData,
+    build_subscription_data,
+    decode_messages,
+    from_ext_fields,
+)
+
+__all__ = ["LitePullConsumer"]
+
+log = logging.getLogger("rocketmq_py.consumer.lite")
+
+#: Messages asked for per pull (Java ``DefaultLitePullConsumer.pullBatchSize`` = 10).
+LITE_PULL_BATCH_SIZE: Final = 10
+#: Buffered messages of all queues above which every pull waits (Java ``pullThresholdForAll`` = 10000;
+#: Java counts buffered batches times ``pullBatchSize``, we count messages).
+PULL_THRESHOLD_FOR_ALL: Final = 10000
+#: Largest offset span buffered per queue (Java lite ``consumeMaxSpan`` = 2000).
+CONSUME_MAX_SPAN: Final = 2000
+#: How long the broker may hold a pull (Java lite ``brokerSuspendMaxTimeMillis`` = 20000).
+LITE_BROKER_SUSPEND_MAX_TIME_MS: Final = 20000
+#: RPC timeout of a held pull (Java lite ``consumerTimeoutMillisWhenSuspend`` = 30000).
+LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS: Final = 30000
+#: Default ``poll`` / ``getmany`` wait (Java ``pollTimeoutMillis`` = 5000).
+POLL_TIMEOUT_MS: Final = 5000
+#: Auto-commit period (Java ``autoCommitIntervalMillis`` = 5000, the same as the offset persister).
+AUTO_COMMIT_INTERVAL_MS: Final = PERSIST_CONSUMER_OFFSET_INTERVAL_MS
+
+
+class LitePullConsumer:
+    """Pulls topics on demand: ``poll`` / ``getmany`` / ``async for`` (Java ``DefaultLitePullConsumer``).
+
+    Args:
+        group: the consumer group (offsets are committed for it in both modes).
+        namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
+        strategy: allocation strategy name or object (``subscribe`` mode, CLUSTERING).
+        message_model: CLUSTERING (the group shares the queues, offsets on the brokers) or
+            BROADCASTING (every queue, offsets in a local file under ``offsets_dir``).
+        consume_from_where: where a queue without a committed offset starts.
+        consume_timestamp: ``yyyyMMddHHmmss`` for CONSUME_FROM_TIMESTAMP (default: 30 min ago).
+        auto_commit: commit the consumed offsets every ``auto_commit_interval`` seconds, on a
+            revoke and on close; when off, only :meth:`commit` commits.
+        pull_batch_size: messages per pull, so at most per ``poll``.
+        pull_threshold_for_all: buffered messages (all queues) above which pulling waits.
+        pull_threshold_for_queue: buffered messages of one queue above which its pulling waits.
+        pull_threshold_size_for_queue_mib: the same in body MiB.
+        consume_max_span: the same in offset span.
+        offsets_dir: BROADCASTING: the local offset store's directory.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        namesrv: str | None = None,
+        strategy: str | AllocateStrategy = "AVG",
+        message_model: MessageModel | str = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp: str | None = None,
+        auto_commit: bool = True,
+        auto_commit_interval: float = AUTO_COMMIT_INTERVAL_MS / 1000,
+        pull_batch_size: int = LITE_PULL_BATCH_SIZE,
+        pull_threshold_for_all: int = PULL_THRESHOLD_FOR_ALL,
+        pull_threshold_for_queue: int = PULL_THRESHOLD_FOR_QUEUE,
+        pull_threshold_size_for_queue_mib: int = PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
+        consume_max_span: int = CONSUME_MAX_SPAN,
+        rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
+        offsets_dir: str | PathLike[str] | None = None,
+        config: ClientConfig | None = None,
+        **client_options: Any,
+    ) -> None:
+        validate_group(group)
+        if pull_batch_size < 1 or pull_threshold_for_all < 1:
+            raise ClientError("pull_batch_size and pull_threshold_for_all must be at least 1")
+        self.group = group
+        self.config = config or ClientConfig(**client_options)
+        if namesrv is not None:
+            self.config.namesrv = namesrv
+        self.strategy = get_strategy(strategy)
+        self.message_model = MessageModel(message_model)
+        self.consume_from_where = ConsumeFromWhere(consume_from_where)
+        self.consume_timestamp = consume_timestamp
+        self.auto_commit = auto_commit
+        self.auto_commit_interval = auto_commit_interval
+        self.pull_batch_size = pull_batch_size
+        self.pull_threshold_for_all = pull_threshold_for_all
+        self.flow_limits = FlowLimits(
+            pull_threshold_for_queue=pull_threshold_for_queue,
+            pull_threshold_size_for_queue_mib=pull_threshold_size_for_queue_mib,
+            consume_concurrently_max_span=consume_max_span,
+        )
+        self.flow_limits.validate()
+        self._buffer = LiteBuffer(self.flow_limits, pull_threshold_for_all)
+        self.rebalance_interval = rebalance_interval
+        self.offsets_dir = offsets_dir
+        self._mode: str | None = None  # "subscribe" or "assign"
+        self._expressions: dict[str, tuple[str, ExpressionType]] = {}
+        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._filters: dict[str, MessageFilter] = {}
+        self._assigned: list[MessageQueue] = []  # assign mode: the queues asked for
+        self._queues: dict[MessageQueue, LiteQueue] = {}
+        self._pending: deque[MessageExt] = deque()  # async for: taken from the buffer, not yet yielded
+        self._rebalance_now = trio.Event()
+        self._instance: ClientInstance | None = None
+        self._offsets: OffsetStore | None = None
+        self._stack: AsyncExitStack | None = None
+        self._nursery: trio.Nursery | None = None
+
+    # --- configuration -----------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*", *, expression_type: str = "TAG") -> None:
+        """Consume ``topic`` with the group (rebalanced): ``"*"``, ``"TagA || TagB"`` or SQL92.
+
+        Raises:
+            StateError: :meth:`assign` was called (the two modes exclude each other).
+        """
+        validate_topic(topic)
+        if self._mode == "assign":
+            raise StateError("subscribe and assign are mutually exclusive: this consumer uses assign")
+        kind = ExpressionType(expression_type.upper())
+        self._mode = "subscribe"
+        self._expressions[topic] = (expression, kind)
+        self._set_subscription(topic, expression, kind)
+        if self._instance is not None:
+            self._instance.routes.use_topic(topic)
+            self._instance.heartbeat_soon()
+            self._rebalance_now.set()
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        """Pull exactly ``queues`` (no rebalance); replaces the previous assignment.
+
+        A queue left out is released as a revoked one (auto-commit: its offset is committed).
+
+        Raises:
+            StateError: :meth:`subscribe` was called (the two modes exclude each other).
+        """
+        if self._mode == "subscribe":
+            raise StateError("subscribe and assign are mutually exclusive: this consumer uses subscribe")
+        wanted = sort_queues(set(queues))
+        self._mode = "assign"
+        self._assigned = wanted
+        for mq in wanted:
+            if mq.topic not in self._subscriptions:
+                self._set_subscription(mq.topic, "*", ExpressionType.TAG)
+        if self._nursery is not None:
+            self._apply_assignment()
+
+    def _set_subscription(self, topic: str, expression: str, kind: ExpressionType) -> None:
+        sub = build_subscription_data(
+            topic, expression, sub_version=time.time_ns() // 1_000_000, expression_type=kind
+        )
+        self._subscriptions[topic] = sub
+        self._filters[topic] = MessageFilter(sub)
+
+    @property
+    def client_id(self) -> str:
+        return self.instance.client_id
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise StateError(
+                "the consumer is not started: use `async with LitePullConsumer(...) as consumer`"
+            )
+        return self._instance
+
+    @property
+    def offsets(self) -> OffsetStore:
+        if self._offsets is None:
+            raise StateError("the consumer is not started")
+        return self._offsets
+
+    def assignment(self) -> frozenset[MessageQueue]:
+        """The queues this consumer pulls now (after the last rebalance, or as assigned)."""
+        return frozenset(self._queues)
+
+    def _consumer_data(self) -> ConsumerData:
+        subs = tuple(self._subscriptions.values()) if self._mode == "subscribe" else ()
+        return ConsumerData(
+            group_name=self.group,
+            consume_type=ConsumeType.CONSUME_ACTIVELY,
+            message_model=self.message_model,
+            consume_from_where=self.consume_from_where,
+            subscription_data_set=subs,
+        )
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        if self._instance is not None:
+            raise StateError("this consumer is already started")
+        stack = AsyncExitStack()
+        try:
+            instance = await stack.enter_async_context(ClientInstance(self.config))
+            self._instance = instance
+            if self.message_model is MessageModel.BROADCASTING:
+                local = LocalOffsetStore(self.group, instance.client_id, directory=self.offsets_dir)
+                await trio.to_thread.run_sync(local.load)
+                self._offsets = local
+            else:
+                self._offsets = RemoteOffsetStore(instance.api, instance.routes, self.group)
+            instance.register_handler(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
+            instance.add_consumer(self.group, self._consumer_data)
+            for topic in self._subscriptions:
+                instance.routes.use_topic(topic)
+                await self._refresh_quietly(topic)
+            await instance.heartbeat_all()  # be listed in the group before the first allocation
+            self._nursery = await stack.enter_async_context(open_service_nursery())
+            if self.auto_commit:
+                self._nursery.start_soon(self._auto_commit_loop)
+            await self._nursery.start(self._rebalance_loop)
+            if self._mode == "assign":
+                self._apply_assignment()
+        except BaseException:
+            self._instance = None
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        stack, self._stack = self._stack, None
+        if stack is None:
+            return None  # closed already (aclose inside the block)
+        try:
+            for state in self._queues.values():
+                state.dropped = True
+                state.scope.cancel()
+            if self._nursery is not None:
+                self._nursery.cancel_scope.cancel()
+            with trio.move_on_after(self.config.request_timeout) as scope:
+                scope.shield = True
+                for state in list(self._queues.values()):
+                    await self._commit_state(state, quiet=True)
+        finally:
+            result = await stack.__aexit__(exc_type, exc, tb)
+            self._instance = None
+            self._nursery = None
+            self._queues.clear()
+            self._pending.clear()
+            self._buffer.close()  # wakes pollers: they find the consumer closed
+        return result
+
+    async def aclose(self) -> None:
+        if self._stack is not None:
+            await self.__aexit__(None, None, None)
+
+    def _running(self) -> trio.Nursery:
+        if self._nursery is None or self._instance is None:
+            raise StateError(
+                "the consumer is not running: use `async with LitePullConsumer(...) as consumer`"
+            )
+        return self._nursery
+
+    async def _on_ids_changed(self, request: RemotingCommand) -> RemotingCommand | None:
+        self._rebalance_now.set()
+        return None
+
+    # --- polling -----------------------------------------------------------------------------
+
+    async def poll(self, timeout: float = POLL_TIMEOUT_MS / 1000) -> list[MessageExt]:  # noqa: ASYNC109
+        """The next batch of one queue (at most ``pull_batch_size`` messages), in offset order.
+
+        Waits up to ``timeout`` seconds for messages; returns ``[]`` when none came. Messages of
+        paused queues stay buffered. The consumed offset of the queue moves past the batch.
+
+        Raises:
+            StateError: the consumer is not running.
+        """
+        with trio.move_on_after(timeout):
+            while True:
+                self._running()
+                taken = self._buffer.take(None, one_batch=True)
+                if taken:
+                    return next(iter(taken.values()))
+                await self._buffer.wait_arrival()
+        return []
+
+    async def getmany(
+        self,
+        max_records: int | None = None,
+        timeout: float = POLL_TIMEOUT_MS / 1000,  # noqa: ASYNC109
+    ) -> dict[MessageQueue, list[MessageExt]]:
+        """Everything buffered (at most ``max_records`` messages), by queue, as aiokafka's ``getmany``.
+
+        Waits up to ``timeout`` seconds for the first message, then takes what is buffered without
+        waiting more; each queue's list is in offset order. ``{}`` when nothing came.
+
+        Raises:
+            StateError: the consumer is not running.
+            ClientError: ``max_records`` < 1.
+        """
+        if max_records is not None and max_records < 1:
+            raise ClientError(f"max_records must be at least 1, got {max_records}")
+        with trio.move_on_after(timeout):
+            while True:
+                self._running()
+                taken = self._buffer.take(max_records, one_batch=False)
+                if taken:
+                    return taken
+                await self._buffer.wait_arrival()
+        return {}
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> MessageExt:
+        """The next message, one at a time; ends when the consumer is closed."""
+        while not self._pending:
+            if self._nursery is None:
+                raise StopAsyncIteration
+            taken = self._buffer.take(1, one_batch=True)
+            if taken:
+                self._pending.extend(next(iter(taken.values())))
+            else:
+                await self._buffer.wait_arrival()
+        return self._pending.popleft()
+
+    # --- pause, seek -------------------------------------------------------------------------
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop pulling ``queues`` and keep their buffered messages from poll until resumed."""
+        self._buffer.pause(queues)
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        """Undo :meth:`pause`."""
+        self._buffer.resume(queues)
+
+    def paused(self) -> frozenset[MessageQueue]:
+        """The queues paused now."""
+        return self._buffer.paused()
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Pull ``mq`` from ``offset`` next; its buffered messages are discarded.
+
+        The consumed offset moves to ``offset`` too, so the next commit stores it. An offset
+        outside the queue is corrected by the broker to the nearest end (OFFSET_ILLEGAL).
+
+        Raises:
+            StateError: the consumer is not running.
+            ClientError: ``mq`` is not assigned to this consumer, or ``offset`` < 0.
+        """
+        nursery = self._running()
+        old = self._queues.get(mq)
+        if old is None:
+            raise ClientError(f"{mq} is not assigned to this consumer")
+        if offset < 0:
+            raise ClientError(f"offset must be >= 0, got {offset}")
+        self._discard(old)
+        state = LiteQueue(mq, next_offset=offset, consumed=offset)
+        self._queues[mq] = state
+        nursery.start_soon(self._queue_task, state)
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        """Seek to the queue's smallest offset (GET_MIN_OFFSET)."""
+        self._running()
+        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
+        self.seek(mq, await self.instance.api.get_min_offset(address, mq.topic, mq.queue_id, mq.broker_name))
+
+    async def seek_to_end(self, mq: MessageQueue) -> None:
+        """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""
+        self._running()
+        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
+        self.seek(mq, await self.instance.api.get_max_offset(address, mq.topic, mq.queue_id, mq.broker_name))
+
+    async def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> None:
+        """Seek to the first message stored at or after ``timestamp_ms`` (SEARCH_OFFSET_BY_TIMESTAMP)."""
+        self._running()
+        self.seek(mq, await self.offset_for_timestamp(mq, timestamp_ms))
+
+    async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the first message of ``mq`` stored at or after ``timestamp_ms``."""
+        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
+        return await self.instance.api.search_offset(
+            address, mq.topic, mq.queue_id, timestamp_ms, mq.broker_name
+        )
+
+    async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The readable queues of ``topic`` from its route, sorted (for :meth:`assign`)."""
+        validate_topic(topic)
+        routes = self.instance.routes
+        routes.use_topic(topic)
+        return sort_queues(await routes.subscribe_queues(topic))
+
+    # --- offsets -----------------------------------------------------------------------------
+
+    async def committed(self, mq: MessageQueue) -> int:
+        """The group's committed offset of ``mq`` as stored (broker, or local file); -1 if none."""
+        offset = await self.offsets.read_from_broker(mq)
+        if mq not in self._queues:
+            self.offsets.remove(mq)  # reading is not owning: keep it out of the auto-commits
+        return offset
+
+    async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
+        """Commit now, synchronously.
+
+        Args:
+            offsets: queue -> offset of the next message to consume; default every assigned
+                queue's consumed offset (the one after the last message returned by poll).
+
+        Raises:
+            RocketMQError: a broker did not accept an offset (or the local file failed).
+        """
+        self._running()
+        if offsets is None:
+            for state in list(self._queues.values()):
+                await self._commit_state(state, quiet=False)
+            return
+        store = self.offsets
+        for mq, offset in offsets.items():
+            store.update(mq, offset, increase_only=False)
+            await store.persist(mq)
+
+    async def _commit_state(self, state: LiteQueue, *, quiet: bool) -> None:
+        store = self.offsets
+        if self.auto_commit or not quiet:
+            store.update(state.mq, state.consumed, increase_only=False)
+        if store.get(state.mq) < 0:
+            return
+        try:
+            await store.persist(state.mq)
+        except RocketMQError as exc:
+            if not quiet:
+                raise
+            log.warning("%s: committing the offset of %s failed: %s", self.group, state.mq, exc)
+
+    async def _auto_commit_loop(self) -> None:
+        while True:
+            await trio.sleep(self.auto_commit_interval)
+            store = self.offsets
+            for state in list(self._queues.values()):
+                if state.consumed >= 0:
+                    store.update(state.mq, state.consumed, increase_only=False)
+            # Only assigned queues: a queue read by committed() or released meanwhile is not ours
+            # to overwrite (its new owner may have moved on).
+            await store.persist_all(self._queues.keys())
+
+    # --- assignment --------------------------------------------------------------------------
+
+    def _discard(self, state: LiteQueue) -> None:
+        """Stop the queue's pull task and drop its buffered messages (no I/O)."""
+        state.scope.cancel()
+        self._buffer.discard(state)
+        if self._queues.get(state.mq) is state:
+            del self._queues[state.mq]
+
+    async def _release(self, state: LiteQueue) -> None:
+        """Revoke a queue: discard its buffer, commit its consumed offset, forget it."""
+        self._discard(state)
+        self._buffer.resume([state.mq])
+        await self._commit_released(state)
+
+    async def _commit_released(self, state: LiteQueue) -> None:
+        await self._commit_state(state, quiet=True)
+        if state.mq not in self._queues:
+            self.offsets.remove(state.mq)
+
+    def _add(self, mq: MessageQueue) -> None:
+        state = LiteQueue(mq)
+        self._queues[mq] = state
+        self._running().start_soon(self._queue_task, state)
+
+    def _apply_assignment(self) -> None:
+        """Start the assigned queues not pulled yet; release the others (committing in a task)."""
+        nursery = self._running()
+        wanted = set(self._assigned)
+        for mq, state in list(self._queues.items()):
+            if mq not in wanted:
+                self._discard(state)
+                self._buffer.resume([mq])
+                nursery.start_soon(self._commit_released, state)
+        for mq in self._assigned:
+            if mq not in self._queues:
+                self.instance.routes.use_topic(mq.topic)
+                self._add(mq)
+
+    async def _rebalance_loop(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await self.rebalance()
+        task_status.started()
+        while True:
+            with trio.move_on_after(self.rebalance_interval):
+                await self._rebalance_now.wait()
+            self._rebalance_now = trio.Event()
+            await self.rebalance()
+
+    async def rebalance(self) -> None:
+        """Rebalance every subscribed topic now (``subscribe`` mode; errors are logged)."""
+        if self._mode != "subscribe":
+            return
+        for topic in list(self._subscriptions):
+            try:
+                await self._rebalance_topic(topic)
+            except RocketMQError as exc:
+                log.warning("%s: rebalance of %s failed: %s", self.group, topic, exc)
+
+    async def _consumer_ids(self, topic: str) -> list[str]:
+        route = self.instance.routes.cached_route(topic)
+        brokers = [b for b in (route.broker_datas if route else ()) if b.broker_addrs]
+        if not brokers:
+            return []
+        broker = random.choice(brokers)
+        address = broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()))
+        return await self.instance.api.get_consumer_list(address, self.group)
+
+    async def _rebalance_topic(self, topic: str) -> None:
+        try:
+            mq_all = sort_queues(await self.instance.routes.subscribe_queues(topic))
+        except RocketMQError as exc:
+            log.debug("%s: no route for %s yet: %s", self.group, topic, exc)
+            return
+        if self.message_model is MessageModel.BROADCASTING:
+            allocated = set(mq_all)
+        else:
+            cid_all = sort_consumers(await self._consumer_ids(topic)) if mq_all else []
+            if not mq_all or not cid_all:
+                return
+            allocated = set(self.strategy.allocate(self.group, self.client_id, mq_all, cid_all))
+        revoked = [s for mq, s in self._queues.items() if mq.topic == topic and mq not in allocated]
+        for state in revoked:
+            await self._release(state)
+        added = sort_queues(allocated - self._queues.keys())
+        for mq in added:
+            self._add(mq)
+        if revoked or added:
+            log.info(
+                "%s: %s rebalanced (%s): %d queues, revoked %s, added %s",
+                self.group,
+                topic,
+                self.strategy.name,
+                len(allocated),
+                [s.mq for s in revoked],
+                added,
+            )
+
+    # --- pulling -----------------------------------------------------------------------------
+
+    async def _start_offset(self, mq: MessageQueue) -> tuple[int, bool]:
+        """Where a newly assigned queue starts, and whether that came from the offset store."""
+        try:
+            stored = await self.offsets.read_from_broker(mq)
+        except RocketMQError as exc:
+            log.warning("%s: reading the offset of %s failed: %s", self.group, mq, exc)
+            stored = -2
+        decision = compute_pull_from_where(
+            self.consume_from_where, mq.topic, stored, consume_timestamp=self.consume_timestamp
+        )
+        if decision.start_from is StartFrom.STORED:
+            return decision.offset, True
+        if decision.start_from is StartFrom.ZERO:
+            return 0, False
+        api = self.instance.api
+        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
+        if decision.start_from is StartFrom.MAX_OFFSET:
+            return await api.get_max_offset(address, mq.topic, mq.queue_id, mq.broker_name), False
+        if decision.start_from is StartFrom.TIMESTAMP:
+            offset = await api.search_offset(
+                address, mq.topic, mq.queue_id, decision.timestamp_ms, mq.broker_name
+            )
+            return offset, False
+        raise StateError(f"{mq}: {decision.reason}")
+
+    async def _queue_task(self, state: LiteQueue) -> None:
+        with state.scope:
+            while state.next_offset < 0:
+                try:
+                    offset, stored = await self._start_offset(state.mq)
+                except RocketMQError as exc:
+                    log.warning("%s: no start offset for %s yet: %s", self.group, state.mq, exc)
+                    await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
+                    continue
+                state.next_offset = state.consumed = offset
+                if not stored and self.auto_commit:
+                    # Fix the group's position now, so a member taking the queue over before our
+                    # first auto-commit starts here, not at the (then later) end of the queue.
+                    await self._commit_state(state, quiet=True)
+            await self._pull_loop(state)
+
+    async def _pull_loop(self, state: LiteQueue) -> None:
+        mq, pq = state.mq, state.pq
+        routes, api = self.instance.routes, self.instance.api
+        broker_id = 0
+        while not state.dropped:
+            if self._buffer.blocked(state):
+                await self._buffer.wait_room()
+                continue
+            sub = self._subscriptions.get(mq.topic)
+            found = routes.find_broker(mq.broker_name, broker_id)
+            if sub is None or found is None:
+                await self._refresh_quietly(mq.topic)
+                await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
+                continue
+            header = PullMessageRequestHeader(
+                consumer_group=self.group,
+                topic=mq.topic,
+                queue_id=mq.queue_id,
+                queue_offset=state.next_offset,
+                max_msg_nums=self.pull_batch_size,
+                sys_flag=pull_sys_flag(
+                    commit_offset=False, suspend=True, subscription=True, class_filter=False
+                ),
+                commit_offset=0,
+                suspend_timeout_millis=LITE_BROKER_SUSPEND_MAX_TIME_MS,
+                sub_version=sub.sub_version,
+                subscription=sub.sub_string,
+                expression_type=sub.expression_type.value,
+                broker_name=mq.broker_name,
+            )
+            try:
+                reply = await api.pull_message(
+                    found.address, header, timeout=LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS / 1000
+                )
+                ext = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)
+                result = interpret_pull_response(
+                    reply.code,
+                    remark=reply.remark,
+                    next_begin_offset=ext.next_begin_offset,
+                    min_offset=ext.min_offset,
+                    max_offset=ext.max_offset,
+                    suggest_which_broker_id=ext.suggest_which_broker_id,
+                    offset_delta=ext.offset_delta,
+                )
+                msgs: list[MessageExt] = []
+                if result.status is PullStatus.FOUND:
+                    msgs = process_found_messages(
+                        decode_messages(reply.body),
+                        result,
+                        msg_filter=self._filters.get(mq.topic),
+                        queue_id=mq.queue_id,
+                    )
+            except RocketMQError as exc:
+                log.info("pull of %s from %s failed: %s", mq, found.address, exc)
+                await trio.sleep(pull_error_delay_ms(exc) / 1000)
+                continue
+            if state.dropped:
+                return  # a seek or revoke replaced this queue while the answer was on its way
+            pq.last_pull_time = trio.current_time()
+            broker_id = result.suggest_which_broker_id
+            action = next_pull_action(
+                result,
+                request_offset=state.next_offset,
+                found_count=len(msgs),
+                first_message_offset=msgs[0].queue_offset if msgs else None,
+                process_queue_empty=pq.msg_count == 0,
+            )
+            if action.dispatch:
+                self._buffer.append(state, msgs)
+            if action.drop_queue:
+                # Java's lite consumer carries on from the broker's nextBeginOffset.
+                log.warning("%s: offset %d of %s is illegal (%s)", self.group, state.next_offset, mq, result)
+            if (action.correct_offset or action.drop_queue) and pq.msg_count == 0:
+                state.consumed = action.next_offset  # nothing skipped is left unpolled
+            state.next_offset = action.next_offset
+
+    async def _refresh_quietly(self, topic: str) -> None:
+        try:
+            await self.instance.routes.update(topic)
+        except RocketMQError as exc:
+            log.debug("route refresh of %s failed: %s", topic, exc)

@@ -1,0 +1,163 @@
+"""The blocking :class:`LitePullConsumer`: :class:`rocketmq_py.LitePullConsumer` in a trio thread."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from os import PathLike
+from typing import Any
+
+from rocketmq_py._client._config import ClientConfig
+from rocketmq_py.consumer._allocate import AllocateStrategy
+from rocketmq_py.consumer._flow import (
+    PULL_THRESHOLD_FOR_QUEUE,
+    PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
+    REBALANCE_INTERVAL_MS,
+)
+from rocketmq_py.consumer._lite_pull import (
+    AUTO_COMMIT_INTERVAL_MS,
+    CONSUME_MAX_SPAN,
+    LITE_PULL_BATCH_SIZE,
+    POLL_TIMEOUT_MS,
+    PULL_THRESHOLD_FOR_ALL,
+)
+from rocketmq_py.consumer._lite_pull import LitePullConsumer as AsyncLitePullConsumer
+from rocketmq_py.errors import StateError
+from rocketmq_py.protocol import ConsumeFromWhere, MessageExt, MessageModel, MessageQueue
+from rocketmq_py.sync._facade import SyncClient
+from rocketmq_py.sync._portal import PortalState
+
+__all__ = ["LitePullConsumer"]
+
+
+class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
+    """Pulls topics on demand, blocking API (Java ``DefaultLitePullConsumer``)::
+
+        with LitePullConsumer("my-group", namesrv="127.0.0.1:9876") as consumer:
+            consumer.subscribe("orders")
+            for msg in consumer:  # ends when the consumer is shut down
+                handle(msg)
+
+    Args: as :class:`rocketmq_py.LitePullConsumer`.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        namesrv: str | None = None,
+        strategy: str | AllocateStrategy = "AVG",
+        message_model: MessageModel | str = MessageModel.CLUSTERING,
+        consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp: str | None = None,
+        auto_commit: bool = True,
+        auto_commit_interval: float = AUTO_COMMIT_INTERVAL_MS / 1000,
+        pull_batch_size: int = LITE_PULL_BATCH_SIZE,
+        pull_threshold_for_all: int = PULL_THRESHOLD_FOR_ALL,
+        pull_threshold_for_queue: int = PULL_THRESHOLD_FOR_QUEUE,
+        pull_threshold_size_for_queue_mib: int = PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
+        consume_max_span: int = CONSUME_MAX_SPAN,
+        rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
+        offsets_dir: str | PathLike[str] | None = None,
+        config: ClientConfig | None = None,
+        **client_options: Any,
+    ) -> None:
+        super().__init__(
+            AsyncLitePullConsumer(
+                group,
+                namesrv=namesrv,
+                strategy=strategy,
+                message_model=message_model,
+                consume_from_where=consume_from_where,
+                consume_timestamp=consume_timestamp,
+                auto_commit=auto_commit,
+                auto_commit_interval=auto_commit_interval,
+                pull_batch_size=pull_batch_size,
+                pull_threshold_for_all=pull_threshold_for_all,
+                pull_threshold_for_queue=pull_threshold_for_queue,
+                pull_threshold_size_for_queue_mib=pull_threshold_size_for_queue_mib,
+                consume_max_span=consume_max_span,
+                rebalance_interval=rebalance_interval,
+                offsets_dir=offsets_dir,
+                config=config,
+                **client_options,
+            )
+        )
+
+    # --- configuration -----------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str = "*", *, expression_type: str = "TAG") -> None:
+        self._read(self._client.subscribe, topic, expression, expression_type=expression_type)
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        self._read(self._client.assign, list(queues))
+
+    @property
+    def client_id(self) -> str:
+        return self._read(lambda: self._client.client_id)
+
+    def assignment(self) -> frozenset[MessageQueue]:
+        return self._read(self._client.assignment)
+
+    def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        return self._call(self._client.fetch_message_queues, topic)
+
+    def rebalance(self) -> None:
+        self._call(self._client.rebalance)
+
+    # --- polling -----------------------------------------------------------------------------
+
+    def poll(self, timeout: float = POLL_TIMEOUT_MS / 1000) -> list[MessageExt]:
+        return self._call(self._client.poll, timeout)
+
+    def getmany(
+        self, max_records: int | None = None, timeout: float = POLL_TIMEOUT_MS / 1000
+    ) -> dict[MessageQueue, list[MessageExt]]:
+        return self._call(self._client.getmany, max_records, timeout)
+
+    def __iter__(self) -> Iterator[MessageExt]:
+        return self
+
+    def __next__(self) -> MessageExt:
+        """The next message; iteration ends when the consumer is shut down."""
+        try:
+            return self._call(self._client.__anext__)
+        except StopAsyncIteration:
+            raise StopIteration from None
+        except StateError:
+            if self._portal.state in (PortalState.CLOSING, PortalState.CLOSED):
+                raise StopIteration from None
+            raise
+
+    # --- pause, seek -------------------------------------------------------------------------
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        self._call_sync(self._client.pause, list(queues))
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        self._call_sync(self._client.resume, list(queues))
+
+    def paused(self) -> frozenset[MessageQueue]:
+        return self._read(self._client.paused)
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        self._call_sync(self._client.seek, mq, offset)
+
+    def seek_to_begin(self, mq: MessageQueue) -> None:
+        self._call(self._client.seek_to_begin, mq)
+
+    def seek_to_end(self, mq: MessageQueue) -> None:
+        self._call(self._client.seek_to_end, mq)
+
+    def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> None:
+        self._call(self._client.seek_to_timestamp, mq, timestamp_ms)
+
+    def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return self._call(self._client.offset_for_timestamp, mq, timestamp_ms)
+
+    # --- offsets -----------------------------------------------------------------------------
+
+    def committed(self, mq: MessageQueue) -> int:
+        return self._call(self._client.committed, mq)
+
+    def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
+        self._call(self._client.commit, offsets)

@@ -325,6 +325,7 @@ class RemotingApi:
         delay_level: int,
         max_reconsume_times: int,
         broker_name: str | None,
+        timeout: float | None = None,  # noqa: ASYNC109 - an RPC deadline, as the pool's
     ) -> None:
         """CONSUMER_SEND_MSG_BACK: the broker re-queues ``message`` to the group's retry topic (or DLQ)."""
         header = ConsumerSendMsgBackRequestHeader(
@@ -337,7 +338,7 @@ class RemotingApi:
             max_reconsume_times=max_reconsume_times,
             broker_name=broker_name,
         )
-        await self.call(address, RequestCode.CONSUMER_SEND_MSG_BACK, header)
+        await self.call(address, RequestCode.CONSUMER_SEND_MSG_BACK, header, timeout=timeout)
 
     async def lock_batch_mq(
         self,

@@ -16,6 +16,12 @@
 - the **auto-commit loop** (``auto_commit=True``): every ``auto_commit_interval`` seconds it
   commits, per queue, the offset after the last message :meth:`LitePullConsumer.poll` returned.
 
+It answers the broker's GET_CONSUMER_RUNNING_INFO (``mqadmin consumerStatus`` / ``consumerProgress``:
+properties, subscriptions, one line per assigned queue) and RESET_CONSUMER_CLIENT_OFFSET (each named
+assigned queue is sought to its new offset, which is committed at once); CONSUME_MESSAGE_DIRECTLY
+gets SYSTEM_ERROR, as there is no listener. What it shares with the push consumer (allocation, start
+offsets, pull answers, offset stores) lives in :mod:`._group_client`.
+
 The buffer is a queue of pulled batches in arrival order. :meth:`~LitePullConsumer.poll` returns
 the first batch of a queue that is not paused (a flat list, at most ``pull_batch_size`` messages,
 as Java's ``poll``); :meth:`~LitePullConsumer.getmany` drains up to ``max_records`` messages and
@@ -27,7 +33,6 @@ queue's buffered messages. Offsets are kept by the brokers (CLUSTERING) or in a
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -41,7 +46,8 @@ import trio
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._transport._nursery import open_service_nursery
-from rocketmq_py.consumer._allocate import AllocateStrategy, get_strategy, sort_consumers, sort_queues
+from rocketmq_py.consumer._allocate import AllocateStrategy, get_strategy, sort_queues
+from rocketmq_py.consumer._commands import install_command_handlers
 from rocketmq_py.consumer._filter import MessageFilter
 from rocketmq_py.consumer._flow import (
     PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
@@ -51,37 +57,40 @@ from rocketmq_py.consumer._flow import (
     REBALANCE_INTERVAL_MS,
     FlowLimits,
 )
-from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
-from rocketmq_py.consumer._local_offset_store import LocalOffsetStore
-from rocketmq_py.consumer._offset_store import RemoteOffsetStore
-from rocketmq_py.consumer._offset_store_api import OffsetStore
-from rocketmq_py.consumer._pull_result import (
-    PullStatus,
-    interpret_pull_response,
-    next_pull_action,
-    process_found_messages,
-    pull_error_delay_ms,
-    pull_sys_flag,
+from rocketmq_py.consumer._group_client import (
+    allocate_topic,
+    java_strategy_class,
+    open_offset_store,
+    process_queue_info,
+    read_pull_reply,
+    refresh_quietly,
+    start_offset,
 )
-from rocketmq_py.consumer._start_offset import StartFrom, compute_pull_from_where
+from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
+from rocketmq_py.consumer._offset_store_api import OffsetStore
+from rocketmq_py.consumer._pull_result import next_pull_action, pull_error_delay_ms, pull_sys_flag
 from rocketmq_py.errors import ClientError, RocketMQError, StateError
 from rocketmq_py.producer._validation import validate_group, validate_topic
 from rocketmq_py.protocol import (
+    PROP_ALLOCATE_STRATEGY,
+    PROP_CONSUME_ORDERLY,
+    PROP_CONSUME_TYPE,
+    PROP_CONSUMER_START_TIMESTAMP,
+    PROP_NAMESERVER_ADDR,
     ConsumeFromWhere,
+    ConsumeMessageDirectlyResult,
     ConsumerData,
+    ConsumerRunningInfo,
     ConsumeType,
     ExpressionType,
     MessageExt,
     MessageModel,
     MessageQueue,
     PullMessageRequestHeader,
-    PullMessageResponseHeader,
     RemotingCommand,
     RequestCode,
     SubscriptionData,
     build_subscription_data,
-    decode_messages,
-    from_ext_fields,
 )
 
 __all__ = ["LitePullConsumer"]
@@ -183,6 +192,7 @@ class LitePullConsumer:
         self._offsets: OffsetStore | None = None
         self._stack: AsyncExitStack | None = None
         self._nursery: trio.Nursery | None = None
+        self._started_ms = 0
 
     # --- configuration -----------------------------------------------------------------------
 
@@ -271,17 +281,19 @@ class LitePullConsumer:
         try:
             instance = await stack.enter_async_context(ClientInstance(self.config))
             self._instance = instance
-            if self.message_model is MessageModel.BROADCASTING:
-                local = LocalOffsetStore(self.group, instance.client_id, directory=self.offsets_dir)
-                await trio.to_thread.run_sync(local.load)
-                self._offsets = local
-            else:
-                self._offsets = RemoteOffsetStore(instance.api, instance.routes, self.group)
+            self._started_ms = int(time.time() * 1000)
+            self._offsets = await open_offset_store(
+                instance,
+                self.group,
+                broadcasting=self.message_model is MessageModel.BROADCASTING,
+                directory=self.offsets_dir,
+            )
             instance.register_handler(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
+            install_command_handlers(instance, _CommandTarget(self), consume_directly=False)
             instance.add_consumer(self.group, self._consumer_data)
             for topic in self._subscriptions:
                 instance.routes.use_topic(topic)
-                await self._refresh_quietly(topic)
+                await refresh_quietly(instance.routes, topic)
             await instance.heartbeat_all()  # be listed in the group before the first allocation
             self._nursery = await stack.enter_async_context(open_service_nursery())
             if self.auto_commit:
@@ -576,28 +588,14 @@ class LitePullConsumer:
             except RocketMQError as exc:
                 log.warning("%s: rebalance of %s failed: %s", self.group, topic, exc)
 
-    async def _consumer_ids(self, topic: str) -> list[str]:
-        route = self.instance.routes.cached_route(topic)
-        brokers = [b for b in (route.broker_datas if route else ()) if b.broker_addrs]
-        if not brokers:
-            return []
-        broker = random.choice(brokers)
-        address = broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()))
-        return await self.instance.api.get_consumer_list(address, self.group)
-
     async def _rebalance_topic(self, topic: str) -> None:
-        try:
-            mq_all = sort_queues(await self.instance.routes.subscribe_queues(topic))
-        except RocketMQError as exc:
-            log.debug("%s: no route for %s yet: %s", self.group, topic, exc)
+        broadcasting = self.message_model is MessageModel.BROADCASTING
+        allocation = await allocate_topic(
+            self.instance, self.group, topic, self.strategy, broadcasting=broadcasting
+        )
+        if allocation is None or not (broadcasting or (allocation.mq_all and allocation.cid_all)):
             return
-        if self.message_model is MessageModel.BROADCASTING:
-            allocated = set(mq_all)
-        else:
-            cid_all = sort_consumers(await self._consumer_ids(topic)) if mq_all else []
-            if not mq_all or not cid_all:
-                return
-            allocated = set(self.strategy.allocate(self.group, self.client_id, mq_all, cid_all))
+        allocated = allocation.allocated
         revoked = [s for mq, s in self._queues.items() if mq.topic == topic and mq not in allocated]
         for state in revoked:
             await self._release(state)
@@ -617,36 +615,18 @@ class LitePullConsumer:
 
     # --- pulling -----------------------------------------------------------------------------
 
-    async def _start_offset(self, mq: MessageQueue) -> tuple[int, bool]:
-        """Where a newly assigned queue starts, and whether that came from the offset store."""
-        try:
-            stored = await self.offsets.read_from_broker(mq)
-        except RocketMQError as exc:
-            log.warning("%s: reading the offset of %s failed: %s", self.group, mq, exc)
-            stored = -2
-        decision = compute_pull_from_where(
-            self.consume_from_where, mq.topic, stored, consume_timestamp=self.consume_timestamp
-        )
-        if decision.start_from is StartFrom.STORED:
-            return decision.offset, True
-        if decision.start_from is StartFrom.ZERO:
-            return 0, False
-        api = self.instance.api
-        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
-        if decision.start_from is StartFrom.MAX_OFFSET:
-            return await api.get_max_offset(address, mq.topic, mq.queue_id, mq.broker_name), False
-        if decision.start_from is StartFrom.TIMESTAMP:
-            offset = await api.search_offset(
-                address, mq.topic, mq.queue_id, decision.timestamp_ms, mq.broker_name
-            )
-            return offset, False
-        raise StateError(f"{mq}: {decision.reason}")
-
     async def _queue_task(self, state: LiteQueue) -> None:
         with state.scope:
             while state.next_offset < 0:
                 try:
-                    offset, stored = await self._start_offset(state.mq)
+                    offset, stored = await start_offset(
+                        self.instance,
+                        self.offsets,
+                        self.group,
+                        state.mq,
+                        self.consume_from_where,
+                        self.consume_timestamp,
+                    )
                 except RocketMQError as exc:
                     log.warning("%s: no start offset for %s yet: %s", self.group, state.mq, exc)
                     await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
@@ -669,7 +649,7 @@ class LitePullConsumer:
             sub = self._subscriptions.get(mq.topic)
             found = routes.find_broker(mq.broker_name, broker_id)
             if sub is None or found is None:
-                await self._refresh_quietly(mq.topic)
+                await refresh_quietly(routes, mq.topic)
                 await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
                 continue
             header = PullMessageRequestHeader(
@@ -692,24 +672,9 @@ class LitePullConsumer:
                 reply = await api.pull_message(
                     found.address, header, timeout=LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS / 1000
                 )
-                ext = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)
-                result = interpret_pull_response(
-                    reply.code,
-                    remark=reply.remark,
-                    next_begin_offset=ext.next_begin_offset,
-                    min_offset=ext.min_offset,
-                    max_offset=ext.max_offset,
-                    suggest_which_broker_id=ext.suggest_which_broker_id,
-                    offset_delta=ext.offset_delta,
+                result, msgs = read_pull_reply(
+                    reply, msg_filter=self._filters.get(mq.topic), queue_id=mq.queue_id
                 )
-                msgs: list[MessageExt] = []
-                if result.status is PullStatus.FOUND:
-                    msgs = process_found_messages(
-                        decode_messages(reply.body),
-                        result,
-                        msg_filter=self._filters.get(mq.topic),
-                        queue_id=mq.queue_id,
-                    )
             except RocketMQError as exc:
                 log.info("pull of %s from %s failed: %s", mq, found.address, exc)
                 await trio.sleep(pull_error_delay_ms(exc) / 1000)
@@ -734,8 +699,104 @@ class LitePullConsumer:
                 state.consumed = action.next_offset  # nothing skipped is left unpolled
             state.next_offset = action.next_offset
 
-    async def _refresh_quietly(self, topic: str) -> None:
-        try:
-            await self.instance.routes.update(topic)
-        except RocketMQError as exc:
-            log.debug("route refresh of %s failed: %s", topic, exc)
+    # --- answering the broker (GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET) ------
+
+    def _properties(self) -> dict[str, str]:
+        limits = self.flow_limits
+        return {
+            PROP_NAMESERVER_ADDR: ";".join(self.instance.namesrv_addrs),
+            PROP_CONSUME_TYPE: ConsumeType.CONSUME_ACTIVELY.value,
+            PROP_CONSUME_ORDERLY: "false",
+            PROP_CONSUMER_START_TIMESTAMP: str(self._started_ms),
+            PROP_ALLOCATE_STRATEGY: java_strategy_class(self.strategy),
+            "allocateMessageQueueStrategyName": self.strategy.name,
+            "consumerGroup": self.group,
+            "messageModel": self.message_model.value,
+            "consumeFromWhere": self.consume_from_where.value,
+            "consumeTimestamp": self.consume_timestamp or "",
+            "subscriptionType": (self._mode or "none").upper(),
+            "autoCommit": "true" if self.auto_commit else "false",
+            "autoCommitIntervalMillis": str(int(self.auto_commit_interval * 1000)),
+            "pullBatchSize": str(self.pull_batch_size),
+            "pullThresholdForAll": str(self.pull_threshold_for_all),
+            "pullThresholdForQueue": str(limits.pull_threshold_for_queue),
+            "pullThresholdSizeForQueue": str(limits.pull_threshold_size_for_queue_mib),
+            "consumeMaxSpan": str(limits.consume_concurrently_max_span),
+            "pollTimeoutMillis": str(POLL_TIMEOUT_MS),
+            "brokerSuspendMaxTimeMillis": str(LITE_BROKER_SUSPEND_MAX_TIME_MS),
+            "consumerTimeoutMillisWhenSuspend": str(LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS),
+            "instanceName": self.config.instance_name or "",
+            "clientIP": self.config.client_ip or "",
+            "unitMode": "false",
+        }
+
+    def running_info(self) -> ConsumerRunningInfo:
+        """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``).
+
+        Properties, subscriptions and one line per assigned queue: its buffered messages, last
+        pull and last poll, and the offset held in the offset store (committed, or about to be).
+        No rates (``statusTable``): Java's lite consumer sends none either.
+        """
+        now = trio.current_time()
+        wall_ms = time.time() * 1000
+        store = self.offsets
+        mq_table = {
+            mq: process_queue_info(state.pq, store.get(mq), now=now, wall_ms=wall_ms, dropped=state.dropped)
+            for mq, state in self._queues.items()
+        }
+        return ConsumerRunningInfo(
+            properties=self._properties(),
+            subscription_set=tuple(self._subscriptions.values()),
+            mq_table=mq_table,
+        )
+
+    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (e.g. ``mqadmin resetOffsetByTime``): seek and commit.
+
+        Each assigned queue of ``topic`` named in ``offsets`` is sought there (its buffered
+        messages are discarded, its next pull and consumed offset move) and the offset is written
+        to the broker (or the local file) at once, even without auto-commit. Queues assigned to
+        other members are left alone (their owners get the same request). A failed write is
+        logged: the next auto-commit (or :meth:`commit`) writes it again.
+        """
+        moved: list[tuple[MessageQueue, int]] = []
+        for mq, state in list(self._queues.items()):
+            offset = offsets.get(mq, -1) if mq.topic == topic else -1
+            if offset < 0 or state.dropped:
+                continue
+            self.seek(mq, offset)
+            moved.append((mq, offset))
+        store = self.offsets
+        for mq, offset in moved:
+            store.update(mq, offset, increase_only=False)
+            try:
+                await store.persist(mq)
+            except RocketMQError as exc:
+                log.warning("%s: committing the reset offset of %s failed: %s", self.group, mq, exc)
+        log.info("%s: offsets of %d queues of %s reset: %s", self.group, len(moved), topic, dict(moved))
+
+
+class _CommandTarget:
+    """The lite consumer as :func:`~rocketmq_py.consumer._commands.install_command_handlers` sees it.
+
+    Installed with ``consume_directly=False``: a lite consumer has no listener, so the broker's
+    CONSUME_MESSAGE_DIRECTLY gets SYSTEM_ERROR before :meth:`consume_directly` could be called.
+    """
+
+    def __init__(self, consumer: LitePullConsumer) -> None:
+        self._consumer = consumer
+
+    @property
+    def group(self) -> str:
+        return self._consumer.group
+
+    def running_info(self) -> ConsumerRunningInfo:
+        return self._consumer.running_info()
+
+    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        await self._consumer.reset_offsets(topic, offsets)
+
+    async def consume_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
+        raise ClientError(f"the lite pull consumer of {self.group} has no listener to consume directly")

@@ -44,7 +44,6 @@ from __future__ import annotations
 import enum
 import inspect
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -60,7 +59,6 @@ from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.consumer._allocate import (
     AllocateStrategy,
     get_strategy,
-    sort_consumers,
     sort_queues,
 )
 from rocketmq_py.consumer._commands import install_command_handlers
@@ -88,7 +86,15 @@ from rocketmq_py.consumer._flow import (
     flow_control,
     retry_topic,
 )
-from rocketmq_py.consumer._offset_store import RemoteOffsetStore
+from rocketmq_py.consumer._group_client import (
+    allocate_topic,
+    java_strategy_class,
+    open_offset_store,
+    process_queue_info,
+    read_pull_reply,
+    refresh_quietly,
+    start_offset,
+)
 from rocketmq_py.consumer._offset_store_api import OffsetStore
 from rocketmq_py.consumer._orderly import (
     ConsumeOrderlyStatus,
@@ -98,16 +104,12 @@ from rocketmq_py.consumer._orderly import (
 )
 from rocketmq_py.consumer._process_queue import ProcessQueue
 from rocketmq_py.consumer._pull_result import (
-    PullStatus,
-    interpret_pull_response,
     next_pull_action,
-    process_found_messages,
     pull_error_delay_ms,
     pull_sys_flag,
     restore_retry_topic,
     set_consume_start_time,
 )
-from rocketmq_py.consumer._start_offset import StartFrom, compute_pull_from_where
 from rocketmq_py.errors import ClientError, RocketMQError, StateError
 from rocketmq_py.producer._validation import validate_group, validate_topic
 from rocketmq_py.protocol import (
@@ -129,16 +131,12 @@ from rocketmq_py.protocol import (
     MessageExt,
     MessageModel,
     MessageQueue,
-    ProcessQueueInfo,
     PropertyKey,
     PullMessageRequestHeader,
-    PullMessageResponseHeader,
     RemotingCommand,
     RequestCode,
     SubscriptionData,
     build_subscription_data,
-    decode_messages,
-    from_ext_fields,
 )
 
 __all__ = [
@@ -152,18 +150,10 @@ __all__ = [
 
 log = logging.getLogger("rocketmq_py.consumer")
 
-_JAVA_STRATEGY_PACKAGE = "org.apache.rocketmq.client.consumer.rebalance"
-#: Our strategy names -> the Java classes running info names (``allocateMessageQueueStrategy``).
-_JAVA_STRATEGY_CLASSES = {
-    "AVG": "AllocateMessageQueueAveragely",
-    "AVG_BY_CIRCLE": "AllocateMessageQueueAveragelyByCircle",
-    "CONSISTENT_HASH": "AllocateMessageQueueConsistentHash",
-    "CONFIG": "AllocateMessageQueueByConfig",
-    "MACHINE_ROOM": "AllocateMessageQueueByMachineRoom",
-}
-
 #: Java ``MixAll.CLIENT_INNER_PRODUCER_GROUP``: re-sends to the retry topic when send-back fails.
 _INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+#: Seconds to wait for CONSUMER_SEND_MSG_BACK (Java: 5000 ms) before re-sending to the retry topic.
+SEND_BACK_TIMEOUT = 5.0
 
 
 class ConsumeStatus(enum.Enum):
@@ -462,7 +452,9 @@ class PushConsumer:
             instance.add_consumer(self.group, self._consumer_data)
             from rocketmq_py.producer._producer import Producer
 
-            inner = Producer(_INNER_PRODUCER_GROUP, namesrv=self.config.namesrv)
+            # No per-attempt timeout (as Java): an abandoned attempt the broker stored anyway would
+            # put a second copy of a failed message in the retry topic.
+            inner = Producer(_INNER_PRODUCER_GROUP, namesrv=self.config.namesrv, attempt_timeout=None)
             inner._reserved = frozenset()  # sets RETRY_TOPIC, RECONSUME_TIME, ... on purpose
             self._inner_producer = await stack.enter_async_context(inner)
             for topic in self._subscriptions:
@@ -521,13 +513,9 @@ class PushConsumer:
             await self.__aexit__(None, None, None)
 
     async def _open_offset_store(self, instance: ClientInstance) -> OffsetStore:
-        if not self.broadcasting:
-            return RemoteOffsetStore(instance.api, instance.routes, self.group)
-        from rocketmq_py.consumer._local_offset_store import LocalOffsetStore
-
-        store = LocalOffsetStore(self.group, instance.client_id, directory=self.offsets_dir)
-        await trio.to_thread.run_sync(store.load)
-        return store
+        return await open_offset_store(
+            instance, self.group, broadcasting=self.broadcasting, directory=self.offsets_dir
+        )
 
     def _install_command_handlers(self, instance: ClientInstance) -> None:
         install_command_handlers(instance, self)
@@ -612,27 +600,14 @@ class PushConsumer:
                 log.warning("%s: rebalance of %s failed: %s", self.group, topic, exc)
         self._limits = self.flow_limits.per_queue_from_topic(len(self._queues))
 
-    async def _find_consumer_ids(self, topic: str) -> list[str]:
-        routes = self.instance.routes
-        route = routes.cached_route(topic)
-        brokers = [b for b in (route.broker_datas if route else ()) if b.broker_addrs]
-        if not brokers:
-            return []
-        broker = random.choice(brokers)
-        address = broker.broker_addrs.get(0) or next(iter(broker.broker_addrs.values()))
-        return await self.instance.api.get_consumer_list(address, self.group)
-
     async def _rebalance_topic(self, topic: str) -> None:
         routes = self.instance.routes
-        try:
-            mq_all = sort_queues(await routes.subscribe_queues(topic))
-        except RocketMQError as exc:
-            log.debug("%s: no route for %s yet: %s", self.group, topic, exc)
+        allocation = await allocate_topic(
+            self.instance, self.group, topic, self.strategy, broadcasting=self.broadcasting
+        )
+        if allocation is None:
             return
-        if self.broadcasting:
-            cid_all = [self.client_id]  # every member takes every queue
-        else:
-            cid_all = sort_consumers(await self._find_consumer_ids(topic)) if mq_all else []
+        mq_all, cid_all, allocated = allocation.mq_all, allocation.cid_all, allocation.allocated
         if not mq_all or not cid_all:
             log.debug(
                 "%s: %s has %d queues, %d consumers: nothing to allocate",
@@ -642,10 +617,6 @@ class PushConsumer:
                 len(cid_all),
             )
             return
-        if self.broadcasting:
-            allocated = set(mq_all)
-        else:
-            allocated = set(self.strategy.allocate(self.group, self.client_id, mq_all, cid_all))
         now = trio.current_time()
         revoked: list[_Queue] = []
         rebuilt: list[_Queue] = []
@@ -685,7 +656,14 @@ class PushConsumer:
         added: list[_Queue] = []
         for mq in fresh:
             try:
-                offset = await self._start_offset(mq)
+                offset, _ = await start_offset(
+                    self.instance,
+                    self.offsets,
+                    self.group,
+                    mq,
+                    self.consume_from_where,
+                    self.consume_timestamp,
+                )
             except RocketMQError as exc:
                 log.warning("%s: no start offset for %s yet: %s", self.group, mq, exc)
                 if self.orderly:
@@ -798,29 +776,6 @@ class PushConsumer:
                 elif state.mq in locked:
                     state.poke()
 
-    async def _start_offset(self, mq: MessageQueue) -> int:
-        try:
-            stored = await self.offsets.read_from_broker(mq)
-        except RocketMQError as exc:
-            log.warning("%s: reading the offset of %s failed: %s", self.group, mq, exc)
-            stored = -2
-        decision = compute_pull_from_where(
-            self.consume_from_where, mq.topic, stored, consume_timestamp=self.consume_timestamp
-        )
-        api = self.instance.api
-        if decision.start_from is StartFrom.STORED:
-            return decision.offset
-        if decision.start_from is StartFrom.ZERO:
-            return 0
-        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
-        if decision.start_from is StartFrom.MAX_OFFSET:
-            return await api.get_max_offset(address, mq.topic, mq.queue_id, mq.broker_name)
-        if decision.start_from is StartFrom.TIMESTAMP:
-            return await api.search_offset(
-                address, mq.topic, mq.queue_id, decision.timestamp_ms, mq.broker_name
-            )
-        raise StateError(f"{mq}: {decision.reason}")
-
     # --- pulling -----------------------------------------------------------------------------------
 
     async def _pull_loop(self, state: _Queue) -> None:
@@ -844,7 +799,7 @@ class PushConsumer:
                 sub = self._subscriptions.get(mq.topic)
                 found = routes.find_broker(mq.broker_name, broker_id)
                 if sub is None or found is None:
-                    await self._refresh_quietly(mq.topic)
+                    await refresh_quietly(routes, mq.topic)
                     await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
                     continue
                 commit_offset = self.offsets.get(mq)
@@ -874,24 +829,9 @@ class PushConsumer:
                     stats = self._stats(mq.topic)
                     stats.pull_count += 1
                     stats.pull_rt += trio.current_time() - started
-                    ext = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)
-                    result = interpret_pull_response(
-                        reply.code,
-                        remark=reply.remark,
-                        next_begin_offset=ext.next_begin_offset,
-                        min_offset=ext.min_offset,
-                        max_offset=ext.max_offset,
-                        suggest_which_broker_id=ext.suggest_which_broker_id,
-                        offset_delta=ext.offset_delta,
+                    result, msgs = read_pull_reply(
+                        reply, msg_filter=self._filters.get(mq.topic), queue_id=mq.queue_id
                     )
-                    msgs: list[MessageExt] = []
-                    if result.status is PullStatus.FOUND:
-                        msgs = process_found_messages(
-                            decode_messages(reply.body),
-                            result,
-                            msg_filter=self._filters.get(mq.topic),
-                            queue_id=mq.queue_id,
-                        )
                 except RocketMQError as exc:
                     log.info("pull of %s from %s failed: %s", mq, found.address, exc)
                     await trio.sleep(pull_error_delay_ms(exc) / 1000)
@@ -931,12 +871,6 @@ class PushConsumer:
                 state.next_offset = action.next_offset
                 if action.delay_ms:
                     await trio.sleep(action.delay_ms / 1000)
-
-    async def _refresh_quietly(self, topic: str) -> None:
-        try:
-            await self.instance.routes.update(topic)
-        except RocketMQError as exc:
-            log.debug("route refresh of %s failed: %s", topic, exc)
 
     async def _fix_illegal_offset(self, state: _Queue, next_offset: int, delay_ms: int) -> None:
         await trio.sleep(delay_ms / 1000)
@@ -1043,12 +977,21 @@ class PushConsumer:
             self._nursery.start_soon(self._consume_later, state, retry_later)
 
     async def _consume_later(self, state: _Queue, msgs: list[MessageExt]) -> None:
+        for msg in msgs:  # as Java: a local retry counts as a delivery
+            msg.reconsume_times += 1
         await trio.sleep(SEND_BACK_LOCAL_RETRY_DELAY_MS / 1000)
         if not state.pq.dropped and not state.revoking:
             await self._dispatch(state, msgs)
 
     async def _send_back(self, state: _Queue, msg: MessageExt) -> bool:
-        """Hand a failed message back: CONSUMER_SEND_MSG_BACK, else a re-send to the retry topic."""
+        """Hand a failed message back: CONSUMER_SEND_MSG_BACK, else a re-send to the retry topic.
+
+        As Java's ``sendMessageBack``, any send-back failure is followed by the re-send, a timeout
+        included, although the broker may then have stored the message after all: two copies come
+        back (at-least-once). Not re-sending would lose the message whenever the broker did not get
+        it (its offset is committed), and consuming it again locally would duplicate it just the
+        same. ``False`` (the re-send failed too): the caller consumes it again locally.
+        """
         address = self.instance.routes.master_address(state.mq.broker_name) or msg.store_host
         try:
             await self.instance.api.consumer_send_msg_back(
@@ -1058,6 +1001,7 @@ class PushConsumer:
                 delay_level=0,  # the broker picks 3 + reconsume times
                 max_reconsume_times=self.max_reconsume_times,
                 broker_name=state.mq.broker_name,
+                timeout=SEND_BACK_TIMEOUT,
             )
             return True
         except RocketMQError as exc:
@@ -1215,8 +1159,7 @@ class PushConsumer:
             stats.failed += count
 
     def _properties(self) -> dict[str, str]:
-        java_class = _JAVA_STRATEGY_CLASSES.get(self.strategy.name)
-        strategy = f"{_JAVA_STRATEGY_PACKAGE}.{java_class}" if java_class else self.strategy.name
+        strategy = java_strategy_class(self.strategy)
         limits = self.flow_limits
         return {
             PROP_NAMESERVER_ADDR: ";".join(self.instance.namesrv_addrs),
@@ -1252,26 +1195,10 @@ class PushConsumer:
         """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``)."""
         now = trio.current_time()
         wall_ms = time.time() * 1000
-
-        def epoch_ms(clock: float) -> int:
-            return int(wall_ms - (now - clock) * 1000)
-
-        mq_table = {}
-        for mq, state in self._queues.items():
-            info = state.pq.statistics()
-            mq_table[mq] = ProcessQueueInfo(
-                commit_offset=self.offsets.get(mq),
-                cached_msg_min_offset=max(info.min_offset, 0),
-                cached_msg_max_offset=max(info.max_offset, 0),
-                cached_msg_count=info.msg_count,
-                cached_msg_size_in_mib=info.msg_size // (1024 * 1024),
-                locked=info.locked,
-                try_unlock_times=info.try_unlock_times,
-                last_lock_timestamp=epoch_ms(info.last_lock_time),
-                dropped=info.dropped,
-                last_pull_timestamp=epoch_ms(info.last_pull_time),
-                last_consume_timestamp=epoch_ms(info.last_consume_time),
-            )
+        mq_table = {
+            mq: process_queue_info(state.pq, self.offsets.get(mq), now=now, wall_ms=wall_ms)
+            for mq, state in self._queues.items()
+        }
         uptime = max(now - self._started_at, 1e-3)
         status_table = {}
         for topic in self._subscriptions:
@@ -1348,7 +1275,11 @@ class PushConsumer:
                     or ConsumeStatus(raw) is ConsumeStatus.CONSUME_SUCCESS
                 )
             result = ConsumeResult.CR_SUCCESS if ok else ConsumeResult.CR_LATER
-            remark = getattr(raw, "value", None) or str(raw)
+            if raw is None:  # the name of the status None stands for, as Java names the status
+                success = ConsumeOrderlyStatus.SUCCESS if self.orderly else ConsumeStatus.CONSUME_SUCCESS
+                remark = success.value
+            else:
+                remark = getattr(raw, "value", None) or str(raw)
         except Exception as exc:
             log.warning("%s: direct consumption of %s failed: %r", self.group, msg.msg_id, exc)
             result, remark = ConsumeResult.CR_THROW_EXCEPTION, f"{type(exc).__name__}: {exc}"

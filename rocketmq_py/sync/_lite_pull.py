@@ -22,7 +22,7 @@ from rocketmq_py.consumer._lite_pull import (
 )
 from rocketmq_py.consumer._lite_pull import LitePullConsumer as AsyncLitePullConsumer
 from rocketmq_py.errors import StateError
-from rocketmq_py.protocol import ConsumeFromWhere, MessageExt, MessageModel, MessageQueue
+from rocketmq_py.protocol import ConsumeFromWhere, ConsumerRunningInfo, MessageExt, MessageModel, MessageQueue
 from rocketmq_py.sync._facade import SyncClient
 from rocketmq_py.sync._portal import PortalState
 
@@ -153,6 +153,14 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
 
     def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
         return self._call(self._client.offset_for_timestamp, mq, timestamp_ms)
+
+    def running_info(self) -> ConsumerRunningInfo:
+        """What ``mqadmin consumerStatus`` shows: properties, subscriptions, per-queue state."""
+        return self._call_sync(self._client.running_info)
+
+    def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """Seek the given assigned queues of ``topic`` to these offsets (also written to the broker)."""
+        self._call(self._client.reset_offsets, topic, offsets)
 
     # --- offsets -----------------------------------------------------------------------------
 

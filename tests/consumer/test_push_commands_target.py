@@ -79,6 +79,21 @@ async def test_running_info_describes_config_subscriptions_queues_and_rates(
     assert ConsumerRunningInfo.decode(info.encode()).mq_table[a0].commit_offset == 4
 
 
+async def test_consume_directly_orderly_names_the_orderly_status(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    (msg,) = cluster.put(cluster.queues()[0], 1)
+    recorder.status = None
+    async with make_consumer(orderly=True) as consumer:
+        result = await consumer.consume_directly(msg, "broker-a")
+    assert result.order
+    assert result.consume_result is ConsumeResult.CR_SUCCESS
+    assert result.remark == "SUCCESS"
+
+
 async def test_the_broker_gets_running_info_over_the_connection(
     cluster: Cluster, make_consumer: MakeConsumer, autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -156,6 +171,13 @@ async def test_consume_directly_calls_the_listener_once_and_reports_the_result(
         assert recorder.calls == 1
         assert recorder.messages[0].body == msg.body
 
+        assert result.remark == "CONSUME_SUCCESS"
+
+        recorder.status = None  # success: the remark names the status it stands for
+        none = await consumer.consume_directly(msg, "broker-a")
+        assert none.consume_result is ConsumeResult.CR_SUCCESS
+        assert none.remark == "CONSUME_SUCCESS"
+
         recorder.status = ConsumeStatus.RECONSUME_LATER
         later = await consumer.consume_directly(msg, "broker-a")
         assert later.consume_result is ConsumeResult.CR_LATER
@@ -170,7 +192,7 @@ async def test_consume_directly_calls_the_listener_once_and_reports_the_result(
         assert failed.remark is not None
         assert "listener bug" in failed.remark
         await trio.sleep(10)
-        assert recorder.calls == 3  # once each, no retry
+        assert recorder.calls == 4  # once each, no retry
     # Nothing was sent back.
     assert cluster.a.messages(cluster.retry, 0) == []
     assert cluster.b.messages(cluster.retry, 0) == []

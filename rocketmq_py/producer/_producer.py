@@ -284,7 +284,9 @@ class Producer:
         inner_ids = []
         for message in messages:
             inner_ids.append(self._ensure_uniq_key(message))
-        self._ensure_uniq_key(wrapper)  # Java gives the batch itself an id too (header ``i``)
+        # No UNIQ_KEY on the batch itself: the broker appends the batch's properties to every stored
+        # entry and the last UNIQ_KEY wins on decode, so consumers would see one id for the whole
+        # batch (the Java client did this until apache/rocketmq#9416).
         wrapper.body = encode_batch(messages)
         if len(wrapper.body) > self.max_message_size:
             raise MessageTooLarge(len(wrapper.body), self.max_message_size)

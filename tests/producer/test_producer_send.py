@@ -22,6 +22,7 @@ from rocketmq_py.protocol import (
     ResponseCode,
     decode_batch,
     decode_properties,
+    iter_batch,
 )
 
 if TYPE_CHECKING:
@@ -282,16 +283,17 @@ async def test_statistics_count_sends(cluster: Cluster, make_producer: MakeProdu
     assert all(item.reachable for item in stats.fault.values())
 
 
-async def test_send_batch_wrapper_carries_its_own_uniq_key(
-    cluster: Cluster, make_producer: MakeProducer
-) -> None:
+async def test_send_batch_wrapper_has_no_uniq_key(cluster: Cluster, make_producer: MakeProducer) -> None:
+    # The broker appends the wrapper's properties to every stored entry; a wrapper UNIQ_KEY would
+    # become every message's id on the consumer side (apache/rocketmq#9416).
     messages = [cluster.message(b"x"), cluster.message(b"y")]
     async with make_producer() as producer:
         result = await producer.send_batch(messages)
     (request,) = cluster.sends(cluster.broker(result.queue.broker_name))
-    wrapper_key = decode_properties(request.ext_fields["i"])["UNIQ_KEY"]  # as the Java producer
-    assert len(wrapper_key) == 32
-    assert wrapper_key not in result.msg_id.split(",")
+    assert "UNIQ_KEY" not in decode_properties(request.ext_fields["i"])
+    inner = [props["UNIQ_KEY"] for _flag, _body, props in iter_batch(request.body)]
+    assert inner == result.msg_id.split(",")
+    assert len(set(inner)) == 2
 
 
 async def test_store_warnings_are_returned_as_statuses(cluster: Cluster, make_producer: MakeProducer) -> None:

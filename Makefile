@@ -19,7 +19,8 @@ install: $(STAMP)
 jars: install
 	$(BIN)/python -m rocketmq_py.testing fetch
 
-# Start a local two-broker cluster, create a topic, print its route and the cluster list, stop.
+# Start a local two-broker cluster, produce 10,000 messages, consume them with a group of three,
+# read the topic with Spark, stop.
 demo: jars
 	$(BIN)/python examples/demo.py
 
@@ -36,7 +37,7 @@ unit: install
 	$(BIN)/pytest tests
 
 integration: jars
-	RMQ_REQUIRE_BROKER=1 $(BIN)/pytest integration
+	RMQ_REQUIRE_BROKER=1 PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/pytest integration
 
 down: install
 	$(BIN)/python -m rocketmq_py.testing down

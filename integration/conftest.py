@@ -7,8 +7,10 @@ those tests are skipped with the reason. ``ROCKETMQ_NAMESRV=host:port`` uses an 
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 import trio
@@ -30,6 +32,9 @@ from rocketmq_py.protocol import (
     to_ext_fields,
 )
 from rocketmq_py.testing import Cluster, start_cluster
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def _broker_required() -> bool:
@@ -68,6 +73,33 @@ def create_topic(cluster: Cluster) -> Callable[..., str]:
         return topic
 
     return create
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    """The run's one SparkSession: local[2], no UI, few shuffle partitions, the venv's Python on workers.
+
+    Built on first use (about 10 s or more on two cores) and stopped at the end of the run.
+    """
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers must import pyarrow and our packages
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("rocketmq-py-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
 
 
 PullAll = Callable[..., Awaitable[list[MessageExt]]]

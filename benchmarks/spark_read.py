@@ -1,0 +1,313 @@
+"""Spark read rate: the ``rocketmq`` data source in local[2] vs the raw client on the same ranges and cores.
+
+A backlog of ``--count`` messages (``--size`` B bodies, tags and a key each) is stored first in one
+topic with ``--queues`` queues on each broker, with batch sends. Then, one timed run each, after a
+warm-up of both paths on a small topic (Python worker start-up, broker and JIT warm-up):
+
+- **Spark**: ``spark.read.format("rocketmq")...load()`` written to the ``noop`` sink
+  (``df.write.format("noop").mode("overwrite").save()``): every row is materialised with all its
+  columns (a ``count()`` may prune columns and skip the decode work). One Spark partition per queue,
+  two tasks at a time (local[2]). Timed on the driver around ``save()``: planning (route, min/max
+  offsets) included.
+- **Raw client**: two processes, each pulling half of the queues (all its queues concurrently, one
+  pull in flight per queue, 32 messages a pull as the reader) with ``RemotingApi.pull_message`` and
+  ``decode_messages``. Each process times its own work (imports and interpreter start-up
+  excluded); the slower one counts.
+
+Prints rows/s for both and the ratio Spark/raw (the goal is >= 0.8), and, to tell the source's
+own cost from Spark's, the rate of the source's ``read()`` iterated in two processes without Spark.
+
+    python benchmarks/spark_read.py [--count 1000000] [--size 128] [--queues 4] [--namesrv host:port]
+
+A local two-broker cluster is started unless ``--namesrv`` (or ROCKETMQ_NAMESRV) names one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from rocketmq_py import Message, Producer
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py._transport import ConnectionPool
+from rocketmq_py.protocol import (
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    ResponseCode,
+    decode_messages,
+    from_ext_fields,
+)
+from rocketmq_py.testing import start_cluster, topic_route
+
+PULL_BATCH = 32  # the reader's default pullBatchSize (Java's pullBatchSize)
+RAW_PROCESSES = 2  # the cores local[2] runs on
+WARMUP = 20_000
+
+
+@dataclass(frozen=True)
+class QueueRange:
+    broker_name: str
+    address: str
+    queue_id: int
+    start: int
+    end: int
+
+
+# --- the backlog -----------------------------------------------------------------------------------
+
+
+async def fill(namesrv: str, topic: str, count: int, size: int) -> None:
+    body = os.urandom(size // 2 + 1).hex().encode()[:size]
+    left = count
+    async with Producer("bench-spark-fill", namesrv=namesrv) as producer:
+
+        async def sender() -> None:
+            nonlocal left
+            while left > 0:
+                n = min(128, left)
+                first = count - left
+                left -= n
+                batch = [
+                    Message(topic, body, tags=f"Tag{i % 4}", keys=[f"k{i}"]) for i in range(first, first + n)
+                ]
+                await producer.send_batch(batch)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(8):
+                nursery.start_soon(sender)
+
+
+async def plan(namesrv: str, topic: str) -> list[QueueRange]:
+    """Every queue of ``topic`` with its ``[min, max)`` offsets, in (broker, queue) order."""
+    route = topic_route(namesrv, topic)
+    if route is None:
+        raise SystemExit(f"no route for {topic}")
+    masters = {b.broker_name: b.broker_addrs[0] for b in route.broker_datas if 0 in b.broker_addrs}
+    ranges = []
+    async with ConnectionPool() as pool:
+        api = RemotingApi(pool, timeout=10)
+        for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
+            address = masters[qd.broker_name]
+            for queue_id in range(qd.read_queue_nums):
+                low = await api.get_min_offset(address, topic, queue_id, qd.broker_name)
+                high = await api.get_max_offset(address, topic, queue_id, qd.broker_name)
+                ranges.append(QueueRange(qd.broker_name, address, queue_id, low, high))
+    return ranges
+
+
+# --- the raw client, in child processes ------------------------------------------------------------
+
+
+async def pull_ranges(topic: str, ranges: list[QueueRange]) -> dict[str, int]:
+    rows = body_bytes = 0
+
+    async def pull_queue(api: RemotingApi, r: QueueRange) -> None:
+        nonlocal rows, body_bytes
+        offset = r.start
+        while offset < r.end:
+            header = PullMessageRequestHeader(
+                consumer_group="bench-spark-raw",
+                topic=topic,
+                queue_id=r.queue_id,
+                queue_offset=offset,
+                max_msg_nums=min(PULL_BATCH, r.end - offset),
+                sys_flag=0x4,  # subscription in the request; no commit, no suspend (as the reader)
+                commit_offset=0,
+                suspend_timeout_millis=0,
+                sub_version=0,
+                subscription="*",
+                expression_type="TAG",
+                broker_name=r.broker_name,
+            )
+            reply = await api.pull_message(r.address, header, timeout=10)
+            if reply.code != ResponseCode.SUCCESS:
+                raise SystemExit(f"pull {r} at {offset}: code {reply.code} {reply.remark}")
+            msgs = [m for m in decode_messages(reply.body) if m.queue_offset < r.end]
+            rows += len(msgs)
+            body_bytes += sum(len(m.body) for m in msgs)
+            offset = from_ext_fields(PullMessageResponseHeader, reply.ext_fields).next_begin_offset
+
+    async with ConnectionPool() as pool:
+        api = RemotingApi(pool, timeout=10)
+        async with trio.open_nursery() as nursery:
+            for r in ranges:
+                nursery.start_soon(pull_queue, api, r)
+    return {"rows": rows, "body_bytes": body_bytes}
+
+
+def run_raw(topic: str, ranges: list[QueueRange]) -> tuple[int, float]:
+    """Pull ``ranges`` in RAW_PROCESSES child processes (queues dealt round-robin); (rows, seconds)."""
+    shares = [ranges[i::RAW_PROCESSES] for i in range(RAW_PROCESSES)]
+    return _children(
+        [
+            [sys.executable, __file__, "raw-child", topic, json.dumps([r.__dict__ for r in share])]
+            for share in shares
+        ]
+    )
+
+
+# --- the reader's read() without Spark, in child processes ----------------------------------------
+
+
+def read_partitions(path: str) -> dict[str, int]:
+    """Iterate ``reader.read(p)`` over the pickled (reader, partitions) in ``path``."""
+    with open(path, "rb") as f:
+        reader, partitions = pickle.load(f)
+    rows = 0
+    for partition in partitions:
+        for batch in reader.read(partition):
+            rows += batch.num_rows
+    return {"rows": rows}
+
+
+def run_read_only(namesrv: str, topic: str) -> tuple[int, float]:
+    """The data source's own ``read()`` (pull, decode, Arrow batches) in RAW_PROCESSES processes."""
+    from spark_connector import SPARK_SCHEMA, RocketMQDataSource
+
+    reader = RocketMQDataSource({"namesrv": namesrv, "topic": topic}).reader(SPARK_SCHEMA)
+    partitions = list(reader.partitions())
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for i in range(RAW_PROCESSES):
+            paths.append(os.path.join(tmp, f"share{i}.pickle"))
+            with open(paths[-1], "wb") as f:
+                pickle.dump((reader, partitions[i::RAW_PROCESSES]), f)
+        return _children([[sys.executable, __file__, "read-child", path] for path in paths])
+
+
+def _children(commands: list[list[str]]) -> tuple[int, float]:
+    """Run the commands at once; (sum of the rows they report, seconds of the slowest one's work).
+
+    Each child times its own work (after its imports), so interpreter start-up does not count.
+    """
+    children = [subprocess.Popen(command, stdout=subprocess.PIPE, text=True) for command in commands]
+    outputs = [child.communicate()[0] for child in children]
+    if any(child.returncode for child in children):
+        raise SystemExit("a benchmark child process failed")
+    reports = [json.loads(out.splitlines()[-1]) for out in outputs]
+    return sum(r["rows"] for r in reports), max(r["seconds"] for r in reports)
+
+
+def _timed(fn: Any, *args: Any) -> dict[str, Any]:
+    started = time.perf_counter()
+    report: dict[str, Any] = fn(*args)
+    report["seconds"] = time.perf_counter() - started
+    return report
+
+
+# --- Spark -----------------------------------------------------------------------------------------
+
+
+def spark_session() -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import spark_connector
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("rocketmq-spark-read-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark_connector.register(spark)
+    return spark
+
+
+def run_spark(spark: Any, namesrv: str, topic: str, expected: int) -> float:
+    """Read the whole topic into the noop sink; returns the seconds of that write (then checks the count)."""
+    df = spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", topic).load()
+    started = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    seconds = time.perf_counter() - started
+    counted = df.count()
+    if counted != expected:
+        raise SystemExit(f"Spark read {counted} rows of {topic}, expected {expected}")
+    return seconds
+
+
+# --- the run ---------------------------------------------------------------------------------------
+
+
+def run(namesrv: str, cluster: Any, args: argparse.Namespace) -> None:
+    run_id = uuid.uuid4().hex[:8]
+    topic, warm = f"bench-spark-{run_id}", f"bench-spark-warm-{run_id}"
+    for name in (topic, warm):
+        cluster.create_topic(name, args.queues)
+    started = time.perf_counter()
+    trio.run(fill, namesrv, warm, WARMUP, args.size)
+    trio.run(fill, namesrv, topic, args.count, args.size)
+    print(f"backlog: {args.count:,} x {args.size} B stored in {time.perf_counter() - started:.1f} s")
+    ranges = trio.run(plan, namesrv, topic)
+    total = sum(r.end - r.start for r in ranges)
+    if total != args.count:
+        raise SystemExit(f"the topic holds {total} messages, expected {args.count}")
+    print(f"topic {topic}: {len(ranges)} queues, {total:,} messages")
+
+    spark = spark_session()
+    try:
+        run_spark(spark, namesrv, warm, WARMUP)
+        run_raw(warm, trio.run(plan, namesrv, warm))
+        print("warmed up both paths on a 20,000-message topic")
+        raw_rows, raw_seconds = run_raw(topic, ranges)
+        if raw_rows != total:
+            raise SystemExit(f"the raw client pulled {raw_rows} rows, expected {total}")
+        spark_seconds = run_spark(spark, namesrv, topic, total)
+        read_rows, read_seconds = run_read_only(namesrv, topic)
+        if read_rows != total:
+            raise SystemExit(f"read() without Spark returned {read_rows} rows, expected {total}")
+    finally:
+        spark.stop()
+    raw_rate, spark_rate = total / raw_seconds, total / spark_seconds
+    print(f"  {'reader':<58} {'rows/s':>10} {'seconds':>8}")
+    print(
+        f"  {'raw client: 2 processes, pull_message + decode_messages':<58} {raw_rate:>10,.0f} {raw_seconds:>8.2f}"
+    )
+    print(
+        f"  {'Spark local[2]: rocketmq source -> noop sink (all columns)':<58} {spark_rate:>10,.0f} {spark_seconds:>8.2f}"
+    )
+    read_label = "rocketmq source's read() alone: 2 processes, no Spark"
+    print(f"  {read_label:<58} {total / read_seconds:>10,.0f} {read_seconds:>8.2f}")
+    print(f"  ratio Spark/raw: {spark_rate / raw_rate:.2f} (goal >= 0.8)")
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["raw-child"]:
+        topic, encoded = sys.argv[2], sys.argv[3]
+        share = [QueueRange(**item) for item in json.loads(encoded)]
+        print(json.dumps(_timed(trio.run, pull_ranges, topic, share)))
+        return 0
+    if sys.argv[1:2] == ["read-child"]:
+        print(json.dumps(_timed(read_partitions, sys.argv[2])))
+        return 0
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--count", type=int, default=1_000_000)
+    parser.add_argument("--size", type=int, default=128)
+    parser.add_argument("--queues", type=int, default=4, help="queues on each broker")
+    parser.add_argument("--namesrv", default=os.environ.get("ROCKETMQ_NAMESRV"))
+    args = parser.parse_args()
+    if args.namesrv:
+        os.environ["ROCKETMQ_NAMESRV"] = args.namesrv
+        run(args.namesrv, start_cluster(), args)
+    else:
+        with start_cluster(brokers=2) as cluster:
+            run(cluster.namesrv_addr, cluster, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+"""Discovery shim: pyspark (4.x) registers format ``rocketmq`` by itself when this is installed.
+
+On the first use of a Python data source, pyspark imports every installed top-level module whose
+name starts with ``pyspark_`` and registers its ``DefaultSource``. That is this module: with
+rocketmq-py installed, ``spark.read.format("rocketmq")`` works with no call. The discovered source
+reads whole offset ranges; :func:`spark_connector.register` also enables filter pushdown.
+"""
+
+from spark_connector import RocketMQDataSource as DefaultSource
+
+__all__ = ["DefaultSource"]

@@ -1,0 +1,229 @@
+"""Driver-side questions to the cluster: topics, routes, queue bounds, offsets for timestamps.
+
+Async functions over :class:`~rocketmq_py._client._api.RemotingApi`, and :func:`run_with_api`,
+which opens a connection pool for one short ``trio.run`` -- the driver is synchronous Python,
+and no trio loop outlives a planning call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
+
+import trio
+
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py._client._route import find_broker_address, subscribe_queues
+from rocketmq_py._transport import ConnectionPool
+from rocketmq_py.errors import (
+    BrokerError,
+    RocketMQError,
+    RouteNotFound,
+    SubscriptionGroupNotExist,
+    TransportError,
+)
+from rocketmq_py.protocol import (
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    HeartbeatData,
+    MessageModel,
+    MessageQueue,
+    RequestCode,
+    TopicRouteData,
+)
+from rocketmq_py.protocol._fastjson import parse_fastjson
+from spark_connector._options import ReadOptions
+from spark_connector._planning import QueueState
+
+__all__ = [
+    "broker_addresses",
+    "commit_group_offsets",
+    "list_topics",
+    "queue_states",
+    "resolve_topics",
+    "route",
+    "run_with_api",
+    "search_offsets",
+]
+
+T = TypeVar("T")
+
+#: At most this many offset queries in flight during planning.
+_PLANNING_CONCURRENCY = 16
+
+
+def run_with_api(options: ReadOptions, fn: Callable[[RemotingApi], Awaitable[T]]) -> T:
+    """Run ``fn(api)`` in a fresh trio loop with its own connection pool; returns its result.
+
+    A lone exception out of a nursery is unwrapped from its ExceptionGroup, so Spark shows it plainly.
+    """
+
+    async def main() -> T:
+        async with ConnectionPool() as pool:
+            return await fn(RemotingApi(pool, timeout=options.pull_timeout))
+
+    try:
+        return trio.run(main)
+    except BaseExceptionGroup as group:
+        leaves = _leaves(group)
+        if len(leaves) == 1 and isinstance(leaves[0], Exception):
+            raise leaves[0] from None
+        raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    out: list[BaseException] = []
+    for exc in group.exceptions:
+        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return out
+
+
+async def _each_namesrv(options: ReadOptions, call: Callable[[str], Awaitable[T]]) -> T:
+    last: RocketMQError | None = None
+    for address in options.namesrv:
+        try:
+            return await call(address)
+        except TransportError as exc:  # try the next NameServer, as the Java client does
+            last = exc
+    assert last is not None
+    raise last
+
+
+async def list_topics(api: RemotingApi, options: ReadOptions) -> list[str]:
+    """Every topic the NameServer knows (GET_ALL_TOPIC_LIST_FROM_NAMESERVER)."""
+
+    async def call(address: str) -> list[str]:
+        reply = await api.call(address, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        body = parse_fastjson(reply.body) if reply.body else {}
+        return sorted(str(t) for t in body.get("topicList", ()))
+
+    return await _each_namesrv(options, call)
+
+
+async def resolve_topics(api: RemotingApi, options: ReadOptions) -> list[str]:
+    """The topics to read: ``topic``'s list, or those ``topicPattern`` matches in full."""
+    if options.topic_pattern is None:
+        return list(options.topics)
+    pattern = re.compile(options.topic_pattern)
+    return [t for t in await list_topics(api, options) if pattern.fullmatch(t)]
+
+
+async def route(api: RemotingApi, options: ReadOptions, topic: str) -> TopicRouteData:
+    """The topic's route from the first NameServer that answers."""
+    return await _each_namesrv(options, lambda address: api.get_route_info(address, topic))
+
+
+def broker_addresses(topic_route: TopicRouteData) -> dict[str, str]:
+    """broker name -> the address to pull from (the master, else any replica)."""
+    table = {data.broker_name: dict(data.broker_addrs) for data in topic_route.broker_datas}
+    found = {}
+    for name in table:
+        hit = find_broker_address(table, name)
+        if hit is not None:
+            found[name] = hit.address
+    return found
+
+
+async def queue_states(
+    api: RemotingApi, options: ReadOptions, topics: Sequence[str], *, with_min: bool = True
+) -> list[QueueState]:
+    """Every readable queue of ``topics`` with its broker address and ``[min, max)`` offsets.
+
+    Args:
+        with_min: also ask GET_MIN_OFFSET (otherwise ``min_offset`` is 0).
+
+    Raises:
+        RouteNotFound: a topic has no route or no readable queue.
+    """
+    queues: list[tuple[MessageQueue, str]] = []
+    for topic in topics:
+        try:
+            topic_route = await route(api, options, topic)
+        except BrokerError as exc:
+            raise RouteNotFound(f"topic {topic!r}: no route ({exc})") from None
+        addresses = broker_addresses(topic_route)
+        found = [
+            (q, addresses[q.broker_name])
+            for q in subscribe_queues(topic, topic_route)
+            if q.broker_name in addresses
+        ]
+        if not found:
+            raise RouteNotFound(f"topic {topic!r}: the route has no readable queue with a reachable broker")
+        queues.extend(found)
+    results: dict[MessageQueue, QueueState] = {}
+    limiter = trio.CapacityLimiter(_PLANNING_CONCURRENCY)
+
+    async def one(q: MessageQueue, address: str) -> None:
+        async with limiter:
+            low = await api.get_min_offset(address, q.topic, q.queue_id, q.broker_name) if with_min else 0
+            high = await api.get_max_offset(address, q.topic, q.queue_id, q.broker_name)
+        results[q] = QueueState(q, address, low, high)
+
+    async with trio.open_nursery() as nursery:
+        for q, address in queues:
+            nursery.start_soon(one, q, address)
+    return [results[q] for q in sorted(results)]
+
+
+async def search_offsets(
+    api: RemotingApi, states: Iterable[QueueState], timestamp_ms: int
+) -> dict[MessageQueue, int]:
+    """Per queue, the offset of the first message stored at or after ``timestamp_ms``, within ``[min, max]``."""
+    found: dict[MessageQueue, int] = {}
+    limiter = trio.CapacityLimiter(_PLANNING_CONCURRENCY)
+
+    async def one(state: QueueState) -> None:
+        q = state.queue
+        if state.max_offset <= state.min_offset:
+            found[q] = state.max_offset
+            return
+        async with limiter:
+            offset = await api.search_offset(state.address, q.topic, q.queue_id, timestamp_ms, q.broker_name)
+        found[q] = min(max(offset, state.min_offset), state.max_offset)
+
+    async with trio.open_nursery() as nursery:
+        for state in states:
+            nursery.start_soon(one, state)
+    return found
+
+
+def by_queue(states: Iterable[QueueState]) -> Mapping[MessageQueue, QueueState]:
+    return {s.queue: s for s in states}
+
+
+#: The client id under which :func:`commit_group_offsets` declares a group it must create.
+COMMIT_CLIENT_ID = "spark-rocketmq-commit"
+
+
+async def _declare_group(api: RemotingApi, address: str, group: str) -> None:
+    """Make the broker create ``group`` (as a Java consumer's first heartbeat does), then leave it."""
+    data = ConsumerData(
+        group_name=group,
+        consume_type=ConsumeType.CONSUME_ACTIVELY,
+        message_model=MessageModel.CLUSTERING,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+    )
+    await api.heartbeat(address, HeartbeatData(client_id=COMMIT_CLIENT_ID, consumer_data_set=(data,)))
+    await api.unregister_client(address, COMMIT_CLIENT_ID, consumer_group=group)
+
+
+async def commit_group_offsets(
+    api: RemotingApi, group: str, offsets: Iterable[tuple[str, MessageQueue, int]]
+) -> None:
+    """Store ``(address, queue, offset)`` as ``group``'s consumer offsets (UPDATE_CONSUMER_OFFSET).
+
+    A broker refuses offsets of a group it does not know (5.x, SUBSCRIPTION_GROUP_NOT_EXIST); the
+    group is then declared with one heartbeat, as a Java consumer would on start, and the update retried.
+    """
+    declared: set[str] = set()
+    for address, q, offset in offsets:
+        try:
+            await api.update_consumer_offset(address, group, q.topic, q.queue_id, offset, q.broker_name)
+        except SubscriptionGroupNotExist:
+            if address in declared:
+                raise
+            declared.add(address)
+            await _declare_group(api, address, group)
+            await api.update_consumer_offset(address, group, q.topic, q.queue_id, offset, q.broker_name)

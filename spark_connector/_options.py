@@ -1,0 +1,342 @@
+"""Reader options: parse Spark's case-insensitive string options into one typed value, with no I/O.
+
+Every option value arrives as a string (Spark lower-cases the keys). A bad value raises
+:class:`SparkOptionError` naming the option as the user spelled it in the documentation, e.g.
+``numPartitions``. Options this module does not know are ignored (Spark adds its own, e.g. ``path``).
+
+Offset specifications (``startingOffsets``, ``endingOffsets``) are ``earliest``, ``latest`` or JSON
+``{"topic": {"broker": {"queueId": offset}}}``, where offset ``-2`` means earliest and ``-1``
+latest, as in Spark's Kafka source.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final, Literal, TypeAlias
+
+from rocketmq_py.consumer._allocate import get_strategy
+from rocketmq_py.errors import ClientError, InvalidGroup, InvalidTopic
+from rocketmq_py.producer._validation import validate_group
+from rocketmq_py.protocol._bodies import build_subscription_data
+from spark_connector._errors import SparkOptionError
+
+__all__ = [
+    "DEFAULT_ALLOCATE_STRATEGY",
+    "DEFAULT_PULL_BATCH_SIZE",
+    "DEFAULT_PULL_TIMEOUT_MS",
+    "EARLIEST",
+    "LATEST",
+    "MAX_PULL_BATCH_SIZE",
+    "OffsetSpec",
+    "ReadOptions",
+    "SparkOptionError",
+    "SpecificOffsets",
+    "parse_offset_spec",
+    "parse_read_options",
+]
+
+#: Offset value in a JSON offset specification meaning "the queue's minimum" (Kafka: -2).
+EARLIEST: Final = -2
+#: Offset value in a JSON offset specification meaning "the queue's maximum" (Kafka: -1).
+LATEST: Final = -1
+
+#: Messages asked for per PULL_MESSAGE (Java ``pullBatchSize`` = 32). The broker caps a reply at
+#: ``maxTransferCountOnMessageInMemory`` (32 by default) anyway; a larger value helps brokers
+#: configured higher.
+DEFAULT_PULL_BATCH_SIZE: Final = 32
+#: Java ``DefaultLitePullConsumer`` accepts pullBatchSize up to 1024.
+MAX_PULL_BATCH_SIZE: Final = 1024
+#: Seconds-as-milliseconds for one pull or planning call (Java ``consumerPullTimeoutMillis`` = 10 s).
+DEFAULT_PULL_TIMEOUT_MS: Final = 10_000
+#: The consumer's default strategy (Java ``AllocateMessageQueueAveragely``).
+DEFAULT_ALLOCATE_STRATEGY: Final = "AVG"
+
+#: ``{topic: {broker: {queue_id: offset}}}`` with :data:`EARLIEST` / :data:`LATEST` allowed.
+SpecificOffsets: TypeAlias = Mapping[str, Mapping[str, Mapping[int, int]]]
+OffsetSpec: TypeAlias = Literal["earliest", "latest"] | SpecificOffsets
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadOptions:
+    """The reader's options, parsed. Picklable (it travels to executors inside the reader).
+
+    Attributes:
+        namesrv: NameServer addresses, ``host:port`` each.
+        topics: the topics named by ``topic`` (empty when ``topic_pattern`` is used).
+        topic_pattern: a regular expression matched in full against the NameServer's topic list.
+        starting: where reading starts (``startingOffsets``).
+        ending: where a batch read ends (``endingOffsets``; always ``latest`` for streams).
+        starting_timestamp, ending_timestamp: epoch ms resolved per queue by the broker.
+        sub_expression: the TAG expression (``"*"`` for everything).
+        num_partitions: Spark partitions, each one consumer id (``None``: one per queue).
+        allocate_strategy: the allocation strategy's Java name (``AVG``, ``AVG_BY_CIRCLE``, ...).
+        max_records_per_partition: split ranges so no partition reads more (``None``: no split).
+        max_records_per_batch: streaming admission control (``None``: everything available).
+        fail_on_data_loss: raise when a requested offset is below the queue's minimum.
+        pull_batch_size: messages asked for per pull.
+        pull_timeout_ms: deadline of each pull and planning call.
+        commit_to_group: streaming: write committed offsets to this consumer group.
+    """
+
+    namesrv: tuple[str, ...]
+    topics: tuple[str, ...] = ()
+    topic_pattern: str | None = None
+    starting: OffsetSpec = "earliest"
+    ending: OffsetSpec = "latest"
+    starting_timestamp: int | None = None
+    ending_timestamp: int | None = None
+    sub_expression: str = "*"
+    num_partitions: int | None = None
+    allocate_strategy: str = DEFAULT_ALLOCATE_STRATEGY
+    max_records_per_partition: int | None = None
+    max_records_per_batch: int | None = None
+    fail_on_data_loss: bool = True
+    pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE
+    pull_timeout_ms: int = DEFAULT_PULL_TIMEOUT_MS
+    commit_to_group: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def pull_timeout(self) -> float:
+        """:attr:`pull_timeout_ms` in seconds."""
+        return self.pull_timeout_ms / 1000.0
+
+
+# The documented spelling of each option, by the lower-case key Spark hands us.
+_NAMES: Final = {
+    name.lower(): name
+    for name in (
+        "namesrv",
+        "topic",
+        "topicPattern",
+        "startingOffsets",
+        "endingOffsets",
+        "startingTimestamp",
+        "endingTimestamp",
+        "subExpression",
+        "numPartitions",
+        "allocateStrategy",
+        "maxRecordsPerPartition",
+        "maxRecordsPerBatch",
+        "failOnDataLoss",
+        "pullBatchSize",
+        "pullTimeoutMs",
+        "commitToGroup",
+    )
+}
+
+_ADDRESS: Final = re.compile(r"[^\s:;]+:\d{1,5}")
+_TOPIC: Final = re.compile(r"[%|a-zA-Z0-9_-]{1,127}")
+
+
+def _get(options: Mapping[str, str], name: str) -> str | None:
+    value = options.get(name.lower())
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _int(options: Mapping[str, str], name: str, *, minimum: int, maximum: int | None = None) -> int | None:
+    text = _get(options, name)
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise SparkOptionError(name, f"{text!r} is not an integer") from None
+    if value < minimum or (maximum is not None and value > maximum):
+        bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise SparkOptionError(name, f"{value} is out of range: it must be {bound}")
+    return value
+
+
+def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
+    text = _get(options, name)
+    if text is None:
+        return default
+    lowered = text.lower()
+    if lowered not in ("true", "false"):
+        raise SparkOptionError(name, f"{text!r} is not 'true' or 'false'")
+    return lowered == "true"
+
+
+def _namesrv(options: Mapping[str, str]) -> tuple[str, ...]:
+    text = _get(options, "namesrv")
+    if text is None:
+        raise SparkOptionError("namesrv", "is required (NameServer addresses 'host:port;host:port')")
+    addresses = tuple(part.strip() for part in re.split(r"[;,]", text) if part.strip())
+    for address in addresses:
+        if _ADDRESS.fullmatch(address) is None:
+            raise SparkOptionError("namesrv", f"{address!r} is not 'host:port'")
+    if not addresses:
+        raise SparkOptionError("namesrv", f"{text!r} holds no address")
+    return addresses
+
+
+def _topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+    topic = _get(options, "topic")
+    pattern = _get(options, "topicPattern")
+    if (topic is None) == (pattern is None):
+        raise SparkOptionError(
+            "topic", "give exactly one of 'topic' (a name or comma list) and 'topicPattern'"
+        )
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise SparkOptionError(
+                "topicPattern", f"{pattern!r} is not a regular expression: {exc}"
+            ) from None
+        return (), pattern
+    assert topic is not None
+    names = tuple(dict.fromkeys(part.strip() for part in topic.split(",") if part.strip()))
+    for name in names:
+        if _TOPIC.fullmatch(name) is None:
+            raise SparkOptionError(
+                "topic", f"{name!r} is not a valid topic name ([%|a-zA-Z0-9_-], 1-127 chars)"
+            )
+    if not names:
+        raise SparkOptionError("topic", f"{topic!r} names no topic")
+    return names, None
+
+
+def _sub_expression(options: Mapping[str, str]) -> str:
+    text = _get(options, "subExpression") or "*"
+    try:
+        build_subscription_data("topic", text, sub_version=0)
+    except ClientError as exc:
+        raise SparkOptionError("subExpression", str(exc)) from None
+    return text
+
+
+def parse_offset_spec(name: str, text: str, *, allow_earliest: bool = True) -> OffsetSpec:
+    """Parse ``earliest`` / ``latest`` / JSON ``{topic: {broker: {queueId: offset}}}``.
+
+    Raises:
+        SparkOptionError: anything else, naming ``name``.
+    """
+    lowered = text.strip().lower()
+    if lowered == "latest":
+        return "latest"
+    if lowered == "earliest":
+        if not allow_earliest:
+            raise SparkOptionError(name, "'earliest' makes no sense here: use 'latest' or JSON offsets")
+        return "earliest"
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raise SparkOptionError(
+            name, f"{text!r} is not 'earliest', 'latest' or JSON {{topic: {{broker: {{queueId: offset}}}}}}"
+        ) from None
+    shape = "JSON {topic: {broker: {queueId: offset}}}"
+    if not isinstance(raw, dict):
+        raise SparkOptionError(name, f"must be {shape}")
+    parsed: dict[str, dict[str, dict[int, int]]] = {}
+    for topic, brokers in raw.items():
+        if not isinstance(brokers, dict):
+            raise SparkOptionError(name, f"topic {topic!r}: must be {shape}")
+        for broker, queues in brokers.items():
+            if not isinstance(queues, dict):
+                raise SparkOptionError(name, f"{topic}/{broker}: must be {shape}")
+            for queue_id, offset in queues.items():
+                try:
+                    qid = int(queue_id)
+                except ValueError:
+                    raise SparkOptionError(
+                        name, f"{topic}/{broker}: queue id {queue_id!r} is not an integer"
+                    ) from None
+                if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
+                    raise SparkOptionError(
+                        name, f"{topic}/{broker}/{qid}: offset {offset!r} is not an integer >= -2"
+                    )
+                if offset == EARLIEST and not allow_earliest:
+                    raise SparkOptionError(name, f"{topic}/{broker}/{qid}: -2 (earliest) makes no sense here")
+                parsed.setdefault(topic, {}).setdefault(broker, {})[qid] = offset
+    return parsed
+
+
+def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
+    """Parse and check the reader's options.
+
+    Args:
+        options: Spark's options (lower-case keys, string values); any mapping works.
+        streaming: for ``readStream`` (``startingOffsets`` then defaults to ``latest``, and
+            ``endingOffsets`` / ``endingTimestamp`` are refused).
+
+    Raises:
+        SparkOptionError: a required option is missing or a value is bad; the message names it.
+    """
+    lowered = {str(k).lower(): str(v) for k, v in options.items()}
+    namesrv = _namesrv(lowered)
+    topics, pattern = _topics(lowered)
+    start_text = _get(lowered, "startingOffsets")
+    starting: OffsetSpec = (
+        parse_offset_spec("startingOffsets", start_text)
+        if start_text is not None
+        else ("latest" if streaming else "earliest")
+    )
+    end_text = _get(lowered, "endingOffsets")
+    if streaming and end_text is not None:
+        raise SparkOptionError("endingOffsets", "is for batch reads only; a stream reads on")
+    ending: OffsetSpec = (
+        parse_offset_spec("endingOffsets", end_text, allow_earliest=False)
+        if end_text is not None
+        else "latest"
+    )
+    starting_ts = _int(lowered, "startingTimestamp", minimum=0)
+    ending_ts = _int(lowered, "endingTimestamp", minimum=0)
+    if streaming and ending_ts is not None:
+        raise SparkOptionError("endingTimestamp", "is for batch reads only; a stream reads on")
+    if starting_ts is not None and start_text is not None:
+        raise SparkOptionError(
+            "startingTimestamp", "give either 'startingOffsets' or 'startingTimestamp', not both"
+        )
+    if ending_ts is not None and end_text is not None:
+        raise SparkOptionError(
+            "endingTimestamp", "give either 'endingOffsets' or 'endingTimestamp', not both"
+        )
+    if starting_ts is not None and ending_ts is not None and ending_ts < starting_ts:
+        raise SparkOptionError("endingTimestamp", f"{ending_ts} is before startingTimestamp {starting_ts}")
+    strategy_text = _get(lowered, "allocateStrategy") or DEFAULT_ALLOCATE_STRATEGY
+    try:
+        strategy = get_strategy(strategy_text).name
+    except ClientError as exc:
+        raise SparkOptionError("allocateStrategy", str(exc)) from None
+    group = _get(lowered, "commitToGroup")
+    if group is not None:
+        if not streaming:
+            raise SparkOptionError("commitToGroup", "is for streaming reads only")
+        try:
+            validate_group(group)
+        except (InvalidGroup, InvalidTopic) as exc:
+            raise SparkOptionError("commitToGroup", str(exc)) from None
+    max_per_batch = _int(lowered, "maxRecordsPerBatch", minimum=1)
+    if max_per_batch is not None and not streaming:
+        raise SparkOptionError(
+            "maxRecordsPerBatch", "is for streaming reads only (see maxRecordsPerPartition)"
+        )
+    extra = {k: v for k, v in lowered.items() if k not in _NAMES}
+    return ReadOptions(
+        namesrv=namesrv,
+        topics=topics,
+        topic_pattern=pattern,
+        starting=starting,
+        ending=ending,
+        starting_timestamp=starting_ts,
+        ending_timestamp=ending_ts,
+        sub_expression=_sub_expression(lowered),
+        num_partitions=_int(lowered, "numPartitions", minimum=1),
+        allocate_strategy=strategy,
+        max_records_per_partition=_int(lowered, "maxRecordsPerPartition", minimum=1),
+        max_records_per_batch=max_per_batch,
+        fail_on_data_loss=_bool(lowered, "failOnDataLoss", True),
+        pull_batch_size=_int(lowered, "pullBatchSize", minimum=1, maximum=MAX_PULL_BATCH_SIZE)
+        or DEFAULT_PULL_BATCH_SIZE,
+        pull_timeout_ms=_int(lowered, "pullTimeoutMs", minimum=1) or DEFAULT_PULL_TIMEOUT_MS,
+        commit_to_group=group,
+        extra=extra,
+    )

@@ -1,0 +1,306 @@
+"""Executor side: pull a partition's offset ranges and turn them into Arrow record batches.
+
+Each range ``[start, end)`` of a queue is pulled directly with PULL_MESSAGE: no consumer group
+membership, no rebalance, no offset commit (commit flag off, no long polling). The TAG expression
+is sent to the broker (which filters by tag hash) and re-checked here on the tags themselves, as
+the Java client does. Messages at or past ``end`` are dropped, so a range stops exactly at its end.
+
+A partition is read by one ``trio.run`` in a helper thread: up to four ranges at a time, each
+with up to :data:`PIPELINE` pulls in flight over consecutive segments of ``pullBatchSize``
+offsets, its messages kept in offset order. Finished Arrow batches (about :data:`BATCH_ROWS` rows) pass to the Spark worker through a small bounded queue, so pulling the next batch
+overlaps with Spark consuming the previous one and memory stays bounded. When Spark stops early
+(a ``LIMIT``), closing the generator stops the thread.
+
+Pull answers (protocol.md §3.3): FOUND continues at ``nextBeginOffset``; NO_MATCHED_MSG (all
+filtered) continues there too; NO_NEW_MSG means the queue ends before ``end`` (data loss:
+the queue shrank or was recreated);
+OFFSET_MOVED with ``nextBeginOffset`` above the asked offset means messages are gone: a
+:class:`~spark_connector._errors.DataLossError`, or with ``failOnDataLoss=false`` a warning and
+the range resumes at ``nextBeginOffset``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import Final
+
+import pyarrow as pa
+import trio
+
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py._transport import ConnectionPool
+from rocketmq_py.consumer._filter import MessageFilter
+from rocketmq_py.consumer._pull_result import PullSysFlag
+from rocketmq_py.protocol import (
+    MessageExt,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    ResponseCode,
+    build_subscription_data,
+    decode_messages,
+    from_ext_fields,
+)
+from spark_connector._errors import DataLossError
+from spark_connector._metadata import broker_addresses, route
+from spark_connector._options import ReadOptions
+from spark_connector._planning import QueueRange, RocketMQPartition
+from spark_connector._schema import messages_to_batch
+
+__all__ = ["BATCH_ROWS", "PIPELINE", "READER_GROUP", "iter_partition", "pull_range"]
+
+_Emit = Callable[[list[MessageExt]], Awaitable[None]]
+
+log = logging.getLogger("spark_connector")
+
+#: The consumer group named in pull requests. The broker needs one to serve a pull; no client
+#: registers in it and no offset is committed for it.
+READER_GROUP: Final = "SPARK_ROCKETMQ_READER"
+#: Rows gathered from one range before they become one Arrow batch.
+BATCH_ROWS: Final = 4096
+#: Finished batches waiting for Spark, per partition.
+_QUEUE_DEPTH: Final = 4
+#: Ranges of one partition pulled at the same time.
+_RANGE_CONCURRENCY: Final = 4
+#: Pulls of one range in flight at once. A broker answers at most 32 messages a pull by default
+#: (``maxTransferCountOnMessageInMemory``), so the round trip, not the decoding, bounds a lone
+#: pull loop; the range is cut into pull-sized segments pulled side by side, emitted in order.
+PIPELINE: Final = 8
+
+_SYS_FLAG: Final = PullSysFlag.SUBSCRIPTION  # expression in the request; no commit, no suspend
+
+
+class _Done:
+    pass
+
+
+_DONE: Final = _Done()
+
+
+class _Stopped(Exception):
+    """The consumer went away; the producer side unwinds."""
+
+
+async def pull_range(
+    api: RemotingApi, r: QueueRange, options: ReadOptions, *, batch_rows: int = BATCH_ROWS
+) -> list[list[MessageExt]]:
+    """Pull all of ``r`` from ``r.address``; the messages in chunks of about ``batch_rows`` (tests, benches)."""
+    chunks: list[list[MessageExt]] = []
+
+    async def emit(msgs: list[MessageExt]) -> None:
+        chunks.append(msgs)
+
+    await _pull_pipelined(api, r, options, r.address, emit, batch_rows)
+    return chunks
+
+
+async def _pull(
+    api: RemotingApi,
+    r: QueueRange,
+    options: ReadOptions,
+    address: str,
+    emit: _Emit,
+    batch_rows: int,
+) -> None:
+    subscription = build_subscription_data(r.topic, options.sub_expression, sub_version=0)
+    accept = MessageFilter(subscription)
+    offset, end = r.start, r.end
+    pending: list[MessageExt] = []
+    while offset < end:
+        header = PullMessageRequestHeader(
+            consumer_group=READER_GROUP,
+            topic=r.topic,
+            queue_id=r.queue_id,
+            queue_offset=offset,
+            max_msg_nums=min(options.pull_batch_size, end - offset),
+            sys_flag=_SYS_FLAG,
+            commit_offset=0,
+            suspend_timeout_millis=0,
+            sub_version=0,
+            subscription=subscription.sub_string,
+            expression_type=subscription.expression_type,
+            broker_name=r.broker_name,
+        )
+        reply = await api.pull_message(address, header, timeout=options.pull_timeout)
+        head = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)
+        next_offset = head.next_begin_offset
+        if reply.code == ResponseCode.SUCCESS:
+            msgs = decode_messages(reply.body)
+            kept = [m for m in msgs if offset <= m.queue_offset < end]
+            pending.extend(accept.filter_messages(kept) if not accept.accepts_all else kept)
+            if msgs:
+                next_offset = max(next_offset, msgs[-1].queue_offset + 1)
+        elif reply.code == ResponseCode.PULL_NOT_FOUND:
+            if offset < end:
+                _lost(r, offset, head.max_offset, "the queue ends before the range does", options)
+            break
+        elif reply.code == ResponseCode.PULL_OFFSET_MOVED:
+            if next_offset > offset:
+                _lost(r, offset, next_offset, "the broker no longer has it", options)
+            else:
+                _lost(r, offset, next_offset, "the queue ends before the range does", options)
+                break
+        # PULL_RETRY_IMMEDIATELY: everything in the pulled span was filtered out; go on.
+        if next_offset <= offset:
+            raise DataLossError(r.key, offset, next_offset, "the broker did not advance")
+        offset = next_offset
+        if len(pending) >= batch_rows:
+            await emit(pending)
+            pending = []
+    if pending:
+        await emit(pending)
+
+
+async def _pull_pipelined(
+    api: RemotingApi,
+    r: QueueRange,
+    options: ReadOptions,
+    address: str,
+    emit: _Emit,
+    batch_rows: int,
+) -> None:
+    """:func:`_pull` over windows of :data:`PIPELINE` segments of ``pullBatchSize`` offsets each."""
+    size = options.pull_batch_size
+    pending: list[MessageExt] = []
+    offset = r.start
+    while offset < r.end:
+        bounds = [
+            (s, min(s + size, r.end)) for s in range(offset, min(r.end, offset + size * PIPELINE), size)
+        ]
+        found: list[list[MessageExt]] = [[] for _ in bounds]
+        errors: list[Exception | None] = [None] * len(bounds)
+        async with trio.open_nursery() as nursery:
+            for i, (start, end) in enumerate(bounds):
+                piece = QueueRange(r.topic, r.broker_name, r.queue_id, start, end, address)
+                nursery.start_soon(_segment, api, piece, options, found[i], errors, i)
+        for error in errors:
+            if error is not None:
+                raise error  # the lowest segment's: what a lone pull loop would have met first
+        for msgs in found:
+            pending.extend(msgs)
+        offset = bounds[-1][1]
+        if len(pending) >= batch_rows:
+            await emit(pending)
+            pending = []
+    if pending:
+        await emit(pending)
+
+
+async def _segment(
+    api: RemotingApi,
+    piece: QueueRange,
+    options: ReadOptions,
+    into: list[MessageExt],
+    errors: list[Exception | None],
+    index: int,
+) -> None:
+    async def keep(msgs: list[MessageExt]) -> None:
+        into.extend(msgs)
+
+    try:
+        await _pull(api, piece, options, piece.address, keep, BATCH_ROWS)
+    except Exception as exc:  # reported in segment order by the caller
+        errors[index] = exc
+
+
+def _lost(r: QueueRange, offset: int, available: int, why: str, options: ReadOptions) -> None:
+    if options.fail_on_data_loss:
+        raise DataLossError(r.key, offset, available, why)
+    log.warning(
+        "queue %s: offset %d requested but %s (broker offset %d); skipping", r.key, offset, why, available
+    )
+
+
+async def _addresses(api: RemotingApi, options: ReadOptions, ranges: Sequence[QueueRange]) -> dict[str, str]:
+    """broker name (per topic) -> address, for ranges planned without one (streaming replays)."""
+    found: dict[str, str] = {}
+    for topic in sorted({r.topic for r in ranges if not r.address}):
+        for name, address in broker_addresses(await route(api, options, topic)).items():
+            found[f"{topic}/{name}"] = address
+    return found
+
+
+async def _produce(
+    partition: RocketMQPartition, options: ReadOptions, out: queue.Queue[object], stop: threading.Event
+) -> None:
+    def put(item: object) -> None:
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+        raise _Stopped
+
+    async def run(api: RemotingApi) -> None:
+        ranges = [r for r in partition.ranges if r.count > 0]
+        resolved = await _addresses(api, options, ranges)
+        limiter = trio.CapacityLimiter(_RANGE_CONCURRENCY)
+
+        async def one(r: QueueRange) -> None:
+            address = r.address or resolved.get(f"{r.topic}/{r.broker_name}")
+            if address is None:
+                raise DataLossError(r.key, r.start, r.start, f"broker {r.broker_name} is not in the route")
+
+            async def emit(msgs: list[MessageExt]) -> None:
+                batch = messages_to_batch(r.broker_name, msgs)
+                await trio.to_thread.run_sync(put, batch)
+
+            async with limiter:
+                await _pull_pipelined(api, r, options, address, emit, BATCH_ROWS)
+
+        async with trio.open_nursery() as nursery:
+            for r in ranges:
+                nursery.start_soon(one, r)
+
+    async with ConnectionPool() as pool:
+        await run(RemotingApi(pool, timeout=options.pull_timeout))
+
+
+def iter_partition(partition: RocketMQPartition, options: ReadOptions) -> Iterator[pa.RecordBatch]:
+    """The partition's rows as Arrow batches, pulled by one trio loop in a helper thread."""
+    if not any(r.count > 0 for r in partition.ranges):
+        return
+    out: queue.Queue[object] = queue.Queue(maxsize=_QUEUE_DEPTH)
+    stop = threading.Event()
+    failure: list[BaseException] = []
+
+    def runner() -> None:
+        try:
+            trio.run(_produce, partition, options, out, stop)
+        except BaseException as exc:
+            failure.append(_unwrap(exc))
+        while not stop.is_set():
+            try:
+                out.put(_DONE, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    thread = threading.Thread(target=runner, name=f"rocketmq-read-{partition.index}", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = out.get()
+            if item is _DONE:
+                break
+            assert isinstance(item, pa.RecordBatch)
+            yield item
+        thread.join()
+        if failure and not isinstance(failure[0], _Stopped):
+            raise failure[0]
+    finally:
+        stop.set()
+        while thread.is_alive():
+            with contextlib.suppress(queue.Empty):
+                out.get(timeout=0.2)
+        thread.join()
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc

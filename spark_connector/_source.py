@@ -1,0 +1,173 @@
+"""The data source: format ``rocketmq`` for ``spark.read``, ``spark.readStream`` and the writers.
+
+:class:`RocketMQDataSource` is what :func:`spark_connector.register` registers. Its factories
+parse the options (a bad one fails the query at once, naming the option) and return the batch
+reader here, the stream reader (:mod:`spark_connector._stream`) or the writers
+(:mod:`spark_connector._sink`, imported only when a write asks for them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    Filter,
+    InputPartition,
+)
+from pyspark.sql.types import StructType
+
+from rocketmq_py._client._api import RemotingApi
+from spark_connector._metadata import queue_states, resolve_topics, run_with_api, search_offsets
+from spark_connector._options import ReadOptions, parse_read_options
+from spark_connector._planning import QueueRange, RocketMQPartition, plan_partitions, resolve_ranges
+from spark_connector._pushdown import Pushdown, push_filters
+from spark_connector._read import iter_partition
+from spark_connector._schema import SPARK_SCHEMA
+from spark_connector._stream import RocketMQStreamReader
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter
+
+__all__ = [
+    "FORMAT",
+    "PUSHDOWN_CONF",
+    "RocketMQBatchReader",
+    "RocketMQDataSource",
+    "RocketMQPushdownDataSource",
+    "RocketMQPushdownReader",
+]
+
+#: The format name: ``spark.read.format("rocketmq")``.
+FORMAT = "rocketmq"
+#: The session setting without which Spark refuses readers that implement ``pushFilters``.
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+class RocketMQDataSource(DataSource):
+    """Apache RocketMQ topics as a Spark table (batch and streaming; read and write).
+
+    This class works with a plain ``spark.dataSource.register(RocketMQDataSource)`` in any
+    session; it pushes no filters down (see :class:`RocketMQPushdownDataSource`).
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> StructType:
+        return SPARK_SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return RocketMQBatchReader(parse_read_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return RocketMQStreamReader(parse_read_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from spark_connector._sink import RocketMQWriter
+
+        return RocketMQWriter(self.options, schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from spark_connector._sink import RocketMQStreamWriter
+
+        return RocketMQStreamWriter(self.options, schema, overwrite)
+
+
+class RocketMQBatchReader(DataSourceReader):
+    """Plans a batch read on the driver (:meth:`partitions`) and pulls it on executors (:meth:`read`)."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+        self.pushdown = Pushdown()
+
+    def plan_ranges(self) -> list[QueueRange]:
+        """Every queue's range after the options and the pushed filters (one short trio run)."""
+        options, pushdown = self.options, self.pushdown
+        start_ts = _latest(options.starting_timestamp, pushdown.ts_lo)
+        end_ts = _earliest(options.ending_timestamp, pushdown.ts_hi)
+
+        async def plan(api: RemotingApi) -> list[QueueRange]:
+            topics = await resolve_topics(api, options)
+            states = await queue_states(api, options, topics)
+            if pushdown.brokers is not None or pushdown.queue_ids is not None:
+                keep = [
+                    s
+                    for s in states
+                    if (pushdown.brokers is None or s.queue.broker_name in pushdown.brokers)
+                    and (pushdown.queue_ids is None or s.queue.queue_id in pushdown.queue_ids)
+                ]
+            else:
+                keep = states
+            starting = await search_offsets(api, keep, start_ts) if start_ts is not None else None
+            ending = await search_offsets(api, keep, end_ts) if end_ts is not None else None
+            # A timestamp from a pushed filter only narrows: it never moves a start below the option's.
+            ranges = resolve_ranges(
+                states,
+                starting=options.starting,
+                ending=options.ending,
+                starting_offsets=starting if options.starting_timestamp is not None else None,
+                ending_offsets=ending if options.ending_timestamp is not None else None,
+                fail_on_data_loss=options.fail_on_data_loss,
+            )
+            narrowed = pushdown.narrow(ranges)
+            return [_clip(r, starting, ending) for r in narrowed]
+
+        return run_with_api(options, plan)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return list(
+            plan_partitions(
+                self.plan_ranges(),
+                num_partitions=self.options.num_partitions,
+                strategy=self.options.allocate_strategy,
+                max_records=self.options.max_records_per_partition,
+            )
+        )
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, RocketMQPartition):  # Spark's placeholder for an empty plan
+            return iter(())
+        return iter_partition(partition, self.options)
+
+
+class RocketMQPushdownReader(RocketMQBatchReader):
+    """:class:`RocketMQBatchReader` with filter pushdown (needs ``spark.sql.python.filterPushdown.enabled``).
+
+    Spark refuses a reader that implements ``pushFilters`` while that setting is off, so pushdown
+    lives in this subclass, served by :class:`RocketMQPushdownDataSource`.
+    """
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self.pushdown, remaining = push_filters(self.pushdown, filters)
+        return remaining
+
+
+class RocketMQPushdownDataSource(RocketMQDataSource):
+    """Format ``rocketmq`` with filter pushdown; :func:`spark_connector.register` registers it."""
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return RocketMQPushdownReader(parse_read_options(self.options, streaming=False))
+
+
+def _latest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _earliest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _clip(r: QueueRange, starting: Any, ending: Any) -> QueueRange:
+    start, end = r.start, r.end
+    q = r.queue
+    if starting is not None and q in starting:
+        start = max(start, starting[q])
+    if ending is not None and q in ending:
+        end = min(end, ending[q])
+    return QueueRange(r.topic, r.broker_name, r.queue_id, start, max(start, end), r.address)

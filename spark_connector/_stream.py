@@ -1,0 +1,245 @@
+"""The micro-batch stream reader (``spark.readStream.format("rocketmq")``).
+
+Offsets are ``{"topic/broker/queueId": next_offset}`` (see :mod:`spark_connector._offsets`).
+Spark's checkpoint is the source of truth: a restarted query resumes from its last committed
+offsets, and a batch replayed after a failure reads exactly ``[start, end)`` again, because
+RocketMQ queues are addressable by offset.
+
+* ``initialOffset`` -- from ``startingOffsets`` (default ``latest``) or ``startingTimestamp``.
+* ``latestOffset(start, limit)`` -- the queues' max offsets, cut back by the read limit
+  (``maxRecordsPerBatch`` -> ``ReadMaxRows``, shared fairly over the queues). The signature with
+  defaulted parameters works on pyspark 4.0/4.1 too, which call it with no argument and have no
+  admission control: there ``maxRecordsPerBatch`` is ignored with a warning.
+* ``prepareForTriggerAvailableNow`` (pyspark >= 4.2) -- freezes the target offsets, so an
+  ``availableNow`` query stops once it has read what existed when it started.
+* ``commit(end)`` -- with ``commitToGroup``, stores ``end`` as that consumer group's offsets
+  (UPDATE_CONSUMER_OFFSET), so admin tools show the query's lag. Spark never reads them back.
+  Spark commits a batch to its source only when it plans the next batch with data, so the
+  group trails the query by its last batch (an ``availableNow`` run ends one batch behind).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py.protocol import MessageQueue
+from spark_connector._errors import DataLossError
+from spark_connector._metadata import (
+    commit_group_offsets,
+    queue_states,
+    resolve_topics,
+    run_with_api,
+    search_offsets,
+)
+from spark_connector._offsets import Offsets, limit_offsets, offsets_to_ranges, parse_queue_key, total_rows
+from spark_connector._options import ReadOptions
+from spark_connector._planning import (
+    QueueState,
+    RocketMQPartition,
+    plan_partitions,
+    queue_key,
+    resolve_ranges,
+)
+from spark_connector._read import iter_partition
+
+try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        ReadMinRows,
+        SupportsTriggerAvailableNow,
+    )
+except ImportError:  # pragma: no cover - pyspark 4.0 / 4.1
+    ReadAllAvailable = ReadMaxRows = ReadMinRows = SupportsTriggerAvailableNow = None  # type: ignore[misc,assignment]
+
+__all__ = ["HAS_ADMISSION_CONTROL", "RocketMQStreamReader"]
+
+log = logging.getLogger("spark_connector")
+
+#: Whether this pyspark has ReadLimit / SupportsTriggerAvailableNow (4.2+).
+HAS_ADMISSION_CONTROL = SupportsTriggerAvailableNow is not None
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    latest: Offsets
+    minimums: Offsets
+    addresses: dict[str, str]  # "topic/broker" -> address
+    states: tuple[QueueState, ...]
+
+
+class _StreamReader(DataSourceStreamReader):
+    """The stream reader proper; :class:`RocketMQStreamReader` adds the availableNow mixin when present."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.options = options
+        self._target: Offsets | None = None
+        self._addresses: dict[str, str] = {}
+        self._minimums: Offsets = {}  # from the last snapshot: where queues new to a batch start
+        self._warned_no_limit = False
+
+    # --- cluster state ------------------------------------------------------------------------------
+
+    def _fetch_states(self) -> list[QueueState]:
+        """Every queue of the query's topics with its bounds (one short trio run)."""
+
+        async def fetch(api: RemotingApi) -> list[QueueState]:
+            return await queue_states(api, self.options, await resolve_topics(api, self.options))
+
+        return run_with_api(self.options, fetch)
+
+    def _snapshot(self) -> _Snapshot:
+        states = self._fetch_states()
+        latest: Offsets = {}
+        minimums: Offsets = {}
+        addresses: dict[str, str] = {}
+        for s in states:
+            q = s.queue
+            key = queue_key(q.topic, q.broker_name, q.queue_id)
+            latest[key] = s.max_offset
+            minimums[key] = s.min_offset
+            addresses[f"{q.topic}/{q.broker_name}"] = s.address
+        self._addresses = addresses
+        self._minimums = minimums
+        return _Snapshot(latest, minimums, addresses, tuple(states))
+
+    # --- the DataSourceStreamReader API -------------------------------------------------------------
+
+    def initialOffset(self) -> dict[str, int]:
+        snap = self._snapshot()
+        starting_offsets = None
+        if self.options.starting_timestamp is not None:
+            ts = self.options.starting_timestamp
+
+            async def search(api: RemotingApi) -> Any:
+                return await search_offsets(api, snap.states, ts)
+
+            starting_offsets = run_with_api(self.options, search)
+        ranges = resolve_ranges(
+            snap.states,
+            starting=self.options.starting,
+            ending="latest",
+            starting_offsets=starting_offsets,
+            fail_on_data_loss=self.options.fail_on_data_loss,
+        )
+        return {r.key: r.start for r in ranges}
+
+    def getDefaultReadLimit(self) -> Any:
+        if self.options.max_records_per_batch is not None and ReadMaxRows is not None:
+            return ReadMaxRows(self.options.max_records_per_batch)
+        return ReadAllAvailable() if ReadAllAvailable is not None else None
+
+    def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
+        snap = self._snapshot()
+        latest = dict(snap.latest)
+        if self._target is not None:
+            latest = {k: min(v, latest.get(k, v)) for k, v in self._target.items()}
+        if start is None:  # pyspark 4.0/4.1: no admission control
+            if self.options.max_records_per_batch is not None and not self._warned_no_limit:
+                log.warning(
+                    "maxRecordsPerBatch needs pyspark >= 4.2 (admission control); reading all available"
+                )
+                self._warned_no_limit = True
+            return latest
+        begin: Offsets = {}
+        for key, value in latest.items():
+            if key not in start:
+                begin[key] = min(snap.minimums.get(key, 0), value)  # a queue that appeared: its minimum
+                continue
+            begin[key] = int(start[key])
+            if value < begin[key]:
+                if self.options.fail_on_data_loss:
+                    raise DataLossError(key, begin[key], value, "the queue's max offset went backwards")
+                log.warning(
+                    "queue %s: max offset %d is below the query's offset %d (queue recreated?); "
+                    "continuing from %d (failOnDataLoss=false)",
+                    key,
+                    value,
+                    begin[key],
+                    value,
+                )
+                begin[key] = value
+        if ReadMinRows is not None and isinstance(limit, ReadMinRows) and self._target is None:
+            if total_rows(begin, latest) < limit.min_rows:
+                return {k: int(v) for k, v in start.items()}
+            end = latest
+        elif ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            end = limit_offsets(begin, latest, limit.max_rows)
+        else:
+            end = latest
+        # Queues gone from the route keep their offsets, so a later return resumes there.
+        return {**{k: int(v) for k, v in start.items()}, **end}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
+        if start == end:
+            return []
+        minimums = {k: self._minimums[k] for k in end if k not in start and k in self._minimums}
+        missing = [k for k in end if k not in start and k not in minimums]
+        if missing:  # a replay after a restart: ask the brokers
+            minimums.update(self._fetch_minimums(missing))
+        ranges = offsets_to_ranges(start, end, minimums, self._addresses)
+        planned = plan_partitions(
+            ranges,
+            num_partitions=self.options.num_partitions,
+            strategy=self.options.allocate_strategy,
+            max_records=self.options.max_records_per_partition,
+        )
+        return [p for p in planned if p.ranges]
+
+    def _fetch_minimums(self, keys: Sequence[str]) -> Offsets:
+        topics = sorted({parse_queue_key(k)[0] for k in keys})
+
+        async def fetch(api: RemotingApi) -> list[QueueState]:
+            return await queue_states(api, self.options, topics)
+
+        found = {
+            queue_key(s.queue.topic, s.queue.broker_name, s.queue.queue_id): s.min_offset
+            for s in run_with_api(self.options, fetch)
+        }
+        return {k: found.get(k, 0) for k in keys}
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, RocketMQPartition)
+        return iter_partition(partition, self.options)
+
+    def commit(self, end: dict[str, int]) -> None:
+        group = self.options.commit_to_group
+        if group is None:
+            return
+        if any(f"{parse_queue_key(k)[0]}/{parse_queue_key(k)[1]}" not in self._addresses for k in end):
+            self._snapshot()
+        addresses = self._addresses
+
+        commits = []
+        for key, offset in sorted(end.items()):
+            topic, broker, queue_id = parse_queue_key(key)
+            address = addresses.get(f"{topic}/{broker}")
+            if address is not None:
+                commits.append((address, MessageQueue(topic, broker, queue_id), int(offset)))
+
+        async def store(api: RemotingApi) -> None:
+            await commit_group_offsets(api, group, commits)
+
+        run_with_api(self.options, store)
+
+    def stop(self) -> None:
+        pass
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self._snapshot().latest
+
+
+if SupportsTriggerAvailableNow is not None:
+
+    class RocketMQStreamReader(_StreamReader, SupportsTriggerAvailableNow):
+        """The RocketMQ micro-batch reader (with ``Trigger.AvailableNow``)."""
+
+else:  # pragma: no cover - pyspark 4.0 / 4.1
+    RocketMQStreamReader = _StreamReader  # type: ignore[misc,assignment]

@@ -1,0 +1,134 @@
+"""Reader options: defaults, case-insensitive keys, offset specifications and errors naming the option."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from spark_connector import SparkOptionError
+from spark_connector._options import EARLIEST, LATEST, parse_offset_spec, parse_read_options
+
+BASE = {"namesrv": "127.0.0.1:9876", "topic": "t1"}
+
+
+def test_batch_defaults() -> None:
+    o = parse_read_options(BASE, streaming=False)
+    assert o.namesrv == ("127.0.0.1:9876",)
+    assert o.topics == ("t1",)
+    assert o.topic_pattern is None
+    assert o.starting == "earliest"
+    assert o.ending == "latest"
+    assert o.sub_expression == "*"
+    assert o.num_partitions is None
+    assert o.allocate_strategy == "AVG"
+    assert o.max_records_per_partition is None
+    assert o.fail_on_data_loss is True
+    assert o.pull_batch_size == 32
+    assert o.pull_timeout_ms == 10_000
+    assert o.pull_timeout == 10.0
+
+
+def test_stream_defaults_to_latest() -> None:
+    assert parse_read_options(BASE, streaming=True).starting == "latest"
+
+
+def test_keys_are_case_insensitive_and_values_parsed() -> None:
+    o = parse_read_options(
+        {
+            "NAMESRV": "a:1;b:2",
+            "Topic": "t1, t2,t1",
+            "STARTINGOFFSETS": "LATEST",
+            "numpartitions": "3",
+            "AllocateStrategy": "averagely_by_circle",
+            "maxRecordsPerPartition": "100",
+            "failOnDataLoss": "False",
+            "pullBatchSize": "64",
+            "pullTimeoutMs": "2500",
+            "subExpression": "A || B",
+            "path": "ignored",
+        },
+        streaming=False,
+    )
+    assert o.namesrv == ("a:1", "b:2")
+    assert o.topics == ("t1", "t2")
+    assert o.starting == "latest"
+    assert o.num_partitions == 3
+    assert o.allocate_strategy == "AVG_BY_CIRCLE"
+    assert o.max_records_per_partition == 100
+    assert o.fail_on_data_loss is False
+    assert o.pull_batch_size == 64
+    assert o.pull_timeout == 2.5
+    assert o.sub_expression == "A || B"
+    assert o.extra == {"path": "ignored"}
+
+
+def test_offsets_json() -> None:
+    spec = parse_offset_spec(
+        "startingOffsets", '{"t1": {"broker-a": {"0": 5, "1": -2}, "broker-b": {"3": -1}}}'
+    )
+    assert spec == {"t1": {"broker-a": {0: 5, 1: EARLIEST}, "broker-b": {3: LATEST}}}
+
+
+def test_stream_options() -> None:
+    o = parse_read_options(
+        {**BASE, "maxRecordsPerBatch": "7", "commitToGroup": "cg-1", "startingTimestamp": "1000"},
+        streaming=True,
+    )
+    assert o.max_records_per_batch == 7
+    assert o.commit_to_group == "cg-1"
+    assert o.starting_timestamp == 1000
+
+
+def test_topic_pattern() -> None:
+    o = parse_read_options({"namesrv": "h:1", "topicPattern": "it-.*"}, streaming=False)
+    assert o.topics == ()
+    assert o.topic_pattern == "it-.*"
+
+
+def test_options_pickle() -> None:
+    o = parse_read_options({**BASE, "startingOffsets": '{"t1": {"b": {"0": 1}}}'}, streaming=False)
+    assert pickle.loads(pickle.dumps(o)) == o
+
+
+@pytest.mark.parametrize(
+    ("options", "streaming", "option"),
+    [
+        ({"topic": "t"}, False, "namesrv"),
+        ({"namesrv": "nohost", "topic": "t"}, False, "namesrv"),
+        ({"namesrv": "h:1"}, False, "topic"),
+        ({"namesrv": "h:1", "topic": "t", "topicPattern": "x"}, False, "topic"),
+        ({"namesrv": "h:1", "topic": "bad topic!"}, False, "topic"),
+        ({"namesrv": "h:1", "topicPattern": "("}, False, "topicPattern"),
+        ({**BASE, "startingOffsets": "soon"}, False, "startingOffsets"),
+        ({**BASE, "startingOffsets": '{"t1": {"b": {"x": 1}}}'}, False, "startingOffsets"),
+        ({**BASE, "startingOffsets": '{"t1": {"b": {"0": -3}}}'}, False, "startingOffsets"),
+        ({**BASE, "startingOffsets": '{"t1": [1]}'}, False, "startingOffsets"),
+        ({**BASE, "endingOffsets": "earliest"}, False, "endingOffsets"),
+        ({**BASE, "endingOffsets": '{"t1": {"b": {"0": -2}}}'}, False, "endingOffsets"),
+        ({**BASE, "endingOffsets": "latest"}, True, "endingOffsets"),
+        ({**BASE, "startingTimestamp": "yesterday"}, False, "startingTimestamp"),
+        ({**BASE, "startingTimestamp": "-5"}, False, "startingTimestamp"),
+        ({**BASE, "startingTimestamp": "5", "startingOffsets": "earliest"}, False, "startingTimestamp"),
+        ({**BASE, "startingTimestamp": "9", "endingTimestamp": "5"}, False, "endingTimestamp"),
+        ({**BASE, "endingTimestamp": "5"}, True, "endingTimestamp"),
+        ({**BASE, "numPartitions": "0"}, False, "numPartitions"),
+        ({**BASE, "numPartitions": "two"}, False, "numPartitions"),
+        ({**BASE, "allocateStrategy": "random"}, False, "allocateStrategy"),
+        ({**BASE, "allocateStrategy": "CONFIG"}, False, "allocateStrategy"),
+        ({**BASE, "maxRecordsPerPartition": "0"}, False, "maxRecordsPerPartition"),
+        ({**BASE, "maxRecordsPerBatch": "10"}, False, "maxRecordsPerBatch"),
+        ({**BASE, "maxRecordsPerBatch": "0"}, True, "maxRecordsPerBatch"),
+        ({**BASE, "failOnDataLoss": "maybe"}, False, "failOnDataLoss"),
+        ({**BASE, "pullBatchSize": "5000"}, False, "pullBatchSize"),
+        ({**BASE, "pullTimeoutMs": "0"}, False, "pullTimeoutMs"),
+        ({**BASE, "subExpression": "||"}, False, "subExpression"),
+        ({**BASE, "commitToGroup": "g"}, False, "commitToGroup"),
+        ({**BASE, "commitToGroup": "bad group"}, True, "commitToGroup"),
+    ],
+)
+def test_bad_option_names_itself(options: dict[str, str], streaming: bool, option: str) -> None:
+    with pytest.raises(SparkOptionError) as info:
+        parse_read_options(options, streaming=streaming)
+    assert info.value.option == option
+    assert repr(option) in str(info.value)

@@ -1,0 +1,229 @@
+"""Planning calls and the executor's range pulls against in-process fake brokers (no Spark)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import pytest
+
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py._transport import ConnectionPool
+from rocketmq_py.errors import broker_error_for
+from rocketmq_py.protocol import (
+    BrokerData,
+    HeartbeatData,
+    Message,
+    MessageQueue,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueueData,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    TopicRouteData,
+    UpdateConsumerOffsetRequestHeader,
+    decode_body,
+    from_ext_fields,
+    to_ext_fields,
+)
+from rocketmq_py.testing._fake_broker import FakeBroker
+from spark_connector import DataLossError
+from spark_connector._metadata import commit_group_offsets, queue_states, resolve_topics, search_offsets
+from spark_connector._options import ReadOptions, parse_read_options
+from spark_connector._planning import QueueRange
+from spark_connector._read import READER_GROUP, pull_range
+
+TOPIC = "spark-t"
+
+
+@dataclass
+class Fakes:
+    namesrv: FakeBroker
+    a: FakeBroker
+    b: FakeBroker
+    api: RemotingApi
+
+    def options(self, **extra: str) -> ReadOptions:
+        return parse_read_options({"namesrv": self.namesrv.address, "topic": TOPIC, **extra}, streaming=False)
+
+
+@pytest.fixture
+async def fakes() -> AsyncIterator[Fakes]:
+    async with (
+        FakeBroker(broker_name="namesrv") as namesrv,
+        FakeBroker(broker_name="broker-a") as a,
+        FakeBroker(broker_name="broker-b") as b,
+        ConnectionPool() as pool,
+    ):
+        for fb in (a, b):
+            fb.add_topic(TOPIC, queues=2)
+        namesrv.set_route(
+            TOPIC,
+            TopicRouteData(
+                queue_datas=tuple(
+                    QueueData(broker_name=fb.broker_name, read_queue_nums=2, write_queue_nums=2, perm=6)
+                    for fb in (a, b)
+                ),
+                broker_datas=tuple(
+                    BrokerData(
+                        cluster="DefaultCluster", broker_name=fb.broker_name, broker_addrs={0: fb.address}
+                    )
+                    for fb in (a, b)
+                ),
+            ),
+        )
+        yield Fakes(namesrv, a, b, RemotingApi(pool, timeout=5))
+
+
+def fill(fb: FakeBroker, queue_id: int, count: int, *, ts: int = 1000) -> None:
+    for i in range(count):
+        tag = "A" if i % 2 == 0 else "B"
+        fb.put_messages(queue_id, [Message(TOPIC, b"m%d" % i, tags=tag)], store_timestamp=ts + i)
+
+
+async def test_queue_states_and_search(fakes: Fakes) -> None:
+    fill(fakes.a, 1, 5)
+    fill(fakes.b, 0, 3)
+    options = fakes.options()
+    topics = await resolve_topics(fakes.api, options)
+    assert topics == [TOPIC]
+    states = await queue_states(fakes.api, options, topics)
+    assert [(s.queue.broker_name, s.queue.queue_id, s.min_offset, s.max_offset) for s in states] == [
+        ("broker-a", 0, 0, 0),
+        ("broker-a", 1, 0, 5),
+        ("broker-b", 0, 0, 3),
+        ("broker-b", 1, 0, 0),
+    ]
+    assert states[1].address == fakes.a.address
+    found = await search_offsets(fakes.api, states, 1002)
+    assert found[MessageQueue(TOPIC, "broker-a", 1)] == 2
+    assert found[MessageQueue(TOPIC, "broker-b", 0)] == 2
+    assert found[MessageQueue(TOPIC, "broker-a", 0)] == 0
+
+
+async def test_pull_stops_exactly_at_the_end(fakes: Fakes) -> None:
+    fill(fakes.a, 0, 20)
+    r = QueueRange(TOPIC, "broker-a", 0, 3, 14, fakes.a.address)
+    chunks = await pull_range(fakes.api, r, fakes.options(pullBatchSize="4"), batch_rows=5)
+    offsets = [m.queue_offset for chunk in chunks for m in chunk]
+    assert offsets == list(range(3, 14))
+    assert all(len(c) >= 5 for c in chunks[:-1])
+    pulls = [
+        from_ext_fields(PullMessageRequestHeader, c.ext_fields)
+        for c in fakes.a.requests(RequestCode.PULL_MESSAGE)
+    ]
+    assert sorted(p.max_msg_nums for p in pulls) == [3, 4, 4]  # never asks past the end
+    assert {p.consumer_group for p in pulls} == {READER_GROUP}
+    assert {p.sys_flag for p in pulls} == {0x4}  # subscription only: no commit, no long polling
+    assert {p.commit_offset for p in pulls} == {0}
+
+
+async def test_tags_filtered(fakes: Fakes) -> None:
+    fill(fakes.a, 1, 10)
+    r = QueueRange(TOPIC, "broker-a", 1, 0, 10, fakes.a.address)
+    chunks = await pull_range(fakes.api, r, fakes.options(subExpression="A", pullBatchSize="3"))
+    msgs = [m for chunk in chunks for m in chunk]
+    assert [m.queue_offset for m in msgs] == [0, 2, 4, 6, 8]
+    assert {m.tags for m in msgs} == {"A"}
+    pulls = [
+        from_ext_fields(PullMessageRequestHeader, c.ext_fields)
+        for c in fakes.a.requests(RequestCode.PULL_MESSAGE)
+    ]
+    assert {(p.subscription, p.expression_type) for p in pulls} == {("A", "TAG")}
+
+
+async def test_client_side_recheck_of_tags(fakes: Fakes) -> None:
+    """A broker filters by tag hash only; messages of another tag that slip through are dropped here."""
+    fill(fakes.a, 0, 6)
+    default = fakes.a._handlers[RequestCode.PULL_MESSAGE]
+
+    async def ignore_subscription(request: RemotingCommand) -> RemotingCommand | None:
+        header = from_ext_fields(PullMessageRequestHeader, request.ext_fields)
+        fields = to_ext_fields(dataclasses.replace(header, subscription="*"))
+        return await default(dataclasses.replace(request, ext_fields=fields))
+
+    fakes.a.on(RequestCode.PULL_MESSAGE, ignore_subscription)
+    r = QueueRange(TOPIC, "broker-a", 0, 0, 6, fakes.a.address)
+    chunks = await pull_range(fakes.api, r, fakes.options(subExpression="B"))
+    assert [m.queue_offset for c in chunks for m in c] == [1, 3, 5]
+
+
+def _moved_below(fb: FakeBroker, minimum: int) -> None:
+    """Make the broker answer OFFSET_MOVED(minimum) for offsets below ``minimum``, as after a cleanup."""
+    default = fb._handlers[RequestCode.PULL_MESSAGE]
+
+    async def pull(request: RemotingCommand) -> RemotingCommand | None:
+        header = from_ext_fields(PullMessageRequestHeader, request.ext_fields)
+        if header.queue_offset < minimum:
+            bounds = PullMessageResponseHeader(
+                suggest_which_broker_id=0, next_begin_offset=minimum, min_offset=minimum, max_offset=10
+            )
+            return RemotingCommand.response(
+                request, ResponseCode.PULL_OFFSET_MOVED, None, to_ext_fields(bounds)
+            )
+        return await default(request)
+
+    fb.on(RequestCode.PULL_MESSAGE, pull)
+
+
+async def test_data_loss_fails(fakes: Fakes) -> None:
+    fill(fakes.a, 0, 10)
+    _moved_below(fakes.a, 4)
+    r = QueueRange(TOPIC, "broker-a", 0, 0, 10, fakes.a.address)
+    with pytest.raises(DataLossError) as info:
+        await pull_range(fakes.api, r, fakes.options())
+    assert (info.value.queue, info.value.requested, info.value.available) == (f"{TOPIC}/broker-a/0", 0, 4)
+
+
+async def test_data_loss_skipped_with_warning(fakes: Fakes, caplog: pytest.LogCaptureFixture) -> None:
+    fill(fakes.a, 0, 10)
+    _moved_below(fakes.a, 4)
+    r = QueueRange(TOPIC, "broker-a", 0, 0, 10, fakes.a.address)
+    with caplog.at_level(logging.WARNING, logger="spark_connector"):
+        chunks = await pull_range(fakes.api, r, fakes.options(failOnDataLoss="false"))
+    assert [m.queue_offset for c in chunks for m in c] == list(range(4, 10))
+    assert f"{TOPIC}/broker-a/0" in caplog.text
+
+
+async def test_queue_shorter_than_the_range(fakes: Fakes) -> None:
+    fill(fakes.b, 1, 3)
+    r = QueueRange(TOPIC, "broker-b", 1, 0, 8, fakes.b.address)
+    with pytest.raises(DataLossError):
+        await pull_range(fakes.api, r, fakes.options())
+    chunks = await pull_range(fakes.api, r, fakes.options(failOnDataLoss="false"))
+    assert [m.queue_offset for c in chunks for m in c] == [0, 1, 2]
+
+
+async def test_commit_declares_an_unknown_group_first(fakes: Fakes) -> None:
+    """Brokers 5.x refuse offsets of an unknown group; a heartbeat declares it, as Java's consumer does."""
+    known: set[str] = set()
+    heartbeat = fakes.a._handlers[RequestCode.HEART_BEAT]
+    update = fakes.a._handlers[RequestCode.UPDATE_CONSUMER_OFFSET]
+
+    async def on_heartbeat(request: RemotingCommand) -> RemotingCommand | None:
+        known.update(fakes_groups(request))
+        return await heartbeat(request)
+
+    async def on_update(request: RemotingCommand) -> RemotingCommand | None:
+        header = from_ext_fields(UpdateConsumerOffsetRequestHeader, request.ext_fields)
+        if header.consumer_group not in known:
+            raise broker_error_for(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {header.consumer_group} not exist!"
+            )
+        return await update(request)
+
+    fakes.a.on(RequestCode.HEART_BEAT, on_heartbeat)
+    fakes.a.on(RequestCode.UPDATE_CONSUMER_OFFSET, on_update)
+    commits = [(fakes.a.address, MessageQueue(TOPIC, "broker-a", q), 10 + q) for q in range(2)]
+    await commit_group_offsets(fakes.api, "cg-spark", commits)
+    assert known == {"cg-spark"}
+    assert fakes.a.consumer_offsets == {("cg-spark", TOPIC, 0): 10, ("cg-spark", TOPIC, 1): 11}
+    assert fakes.a.consumers.get("cg-spark", []) == []  # the declaring client left again
+    assert len(fakes.a.requests(RequestCode.HEART_BEAT)) == 1
+
+
+def fakes_groups(request: RemotingCommand) -> set[str]:
+    return {c.group_name for c in decode_body(HeartbeatData, request.body).consumer_data_set}

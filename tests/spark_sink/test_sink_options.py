@@ -1,0 +1,84 @@
+"""Option parsing of the rocketmq sink: defaults, case-insensitive keys, errors naming the option."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_connector._errors import SparkOptionError
+from spark_connector._sink import (
+    DEFAULT_PRODUCER_GROUP,
+    SinkOptions,
+    effective_batch_size,
+    parse_sink_options,
+)
+
+
+def test_defaults_mirror_the_java_producer() -> None:
+    opts = parse_sink_options({"namesrv": "127.0.0.1:9876"})
+    assert opts == SinkOptions(namesrv="127.0.0.1:9876")
+    assert opts.producer_group == DEFAULT_PRODUCER_GROUP
+    assert opts.send_timeout == 3.0  # Java sendMsgTimeout
+    assert opts.max_message_size == 4 * 1024 * 1024  # Java maxMessageSize
+    assert opts.deterministic_keys is False
+    assert opts.topic is None
+
+
+def test_every_option_parsed_with_any_key_case() -> None:
+    opts = parse_sink_options(
+        {
+            "NAMESRV": "h1:9876;h2:9876",
+            "Topic": "Orders",
+            "producerGroup": "pg-orders",
+            "deterministicKeys": "TRUE",
+            "writeId": "nightly-2026-11-22",
+            "SENDTIMEOUTMS": "2500",
+            "maxinflight": "4",
+            "batchSize": "1",
+            "maxMessageSize": "8388608",
+        }
+    )
+    assert opts == SinkOptions(
+        namesrv="h1:9876;h2:9876",
+        topic="Orders",
+        producer_group="pg-orders",
+        deterministic_keys=True,
+        write_id="nightly-2026-11-22",
+        send_timeout=2.5,
+        max_in_flight=4,
+        batch_size=1,
+        max_message_size=8388608,
+    )
+
+
+def test_namesrv_is_required() -> None:
+    with pytest.raises(SparkOptionError, match="option 'namesrv': required"):
+        parse_sink_options({"topic": "T"})
+    with pytest.raises(SparkOptionError, match="option 'namesrv': required"):
+        parse_sink_options({"namesrv": "  "})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("deterministicKeys", "yes", "option 'deterministicKeys': must be 'true' or 'false', not 'yes'"),
+        ("sendTimeoutMs", "3s", "option 'sendTimeoutMs': must be an integer, not '3s'"),
+        ("maxInFlight", "0", "option 'maxInFlight': must be at least 1, not 0"),
+        ("batchSize", "-5", "option 'batchSize': must be at least 1, not -5"),
+        ("maxMessageSize", "big", "option 'maxMessageSize': must be an integer"),
+        ("topic", "bad topic!", "option 'topic': invalid topic 'bad topic!'"),
+        ("topic", "TBW102", "option 'topic': invalid topic 'TBW102': sending to a system topic"),
+        ("producerGroup", "DEFAULT_PRODUCER", "option 'producerGroup': invalid group"),
+    ],
+)
+def test_bad_values_name_the_option(key: str, value: str, message: str) -> None:
+    with pytest.raises(SparkOptionError) as info:
+        parse_sink_options({"namesrv": "127.0.0.1:9876", key.lower(): value})
+    assert str(info.value).startswith(message)
+    assert info.value.option == key
+
+
+def test_deterministic_keys_keep_batching() -> None:
+    # The producer puts no UNIQ_KEY on a batch itself, so each row's own key survives batching.
+    assert effective_batch_size(parse_sink_options({"namesrv": "n:1", "batchsize": "50"})) == 50
+    keyed = parse_sink_options({"namesrv": "n:1", "batchsize": "50", "deterministickeys": "true"})
+    assert effective_batch_size(keyed) == 50

@@ -169,7 +169,7 @@ def test_max_records_per_partition_splits_ranges(
     per_queue = Counter((s.broker, s.queue_id) for s in filled.sent)
     mq_all = sort_queues(MessageQueue(filled.topic, b, q) for b in BROKERS for q in range(QUEUES))
     cids = ["spark-partition-0000", "spark-partition-0001"]
-    expected_partitions = sum(
+    per_cid = [
         max(
             1,
             -(
@@ -178,19 +178,20 @@ def test_max_records_per_partition_splits_ranges(
             ),
         )
         for cid in cids
-    )
+    ]
+    expected_partitions = sum(per_cid)
     assert df.rdd.getNumPartitions() == expected_partitions
     sizes = df.groupBy(F.spark_partition_id().alias("p")).count().collect()
     assert max(r["count"] for r in sizes) <= limit
     rows = df.select("msg_id", "broker_name", "queue_id").collect()
     assert ids(rows) == Counter(s.msg_id for s in filled.sent)
-    # Partitions of the first consumer id read only broker-a (AVG gives it queues 0-7 of broker-a).
-    first_half = {
-        (r["broker_name"])
+    # The first consumer id's partitions come first and read only broker-a (AVG gives it queues 0-7 of
+    # broker-a); the second's read only broker-b. Their counts follow each broker's message count.
+    brokers_by_partition = {
+        (r["p"] < per_cid[0], r["broker_name"])
         for r in df.select(F.spark_partition_id().alias("p"), "broker_name").collect()
-        if r["p"] < expected_partitions // 2
     }
-    assert first_half == {"broker-a"}
+    assert brokers_by_partition == {(True, "broker-a"), (False, "broker-b")}
 
 
 def test_timestamp_range(spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled) -> None:

@@ -8,10 +8,13 @@ keys are non-null. :func:`messages_to_batch` builds the columns one by one from 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any, Final
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -25,7 +28,7 @@ from pyspark.sql.types import (
 )
 
 from rocketmq_py.protocol import MessageExt
-from rocketmq_py.protocol._ids import format_socket_address, offset_msg_id_from_raw
+from rocketmq_py.protocol._ids import format_socket_address
 from rocketmq_py.protocol._properties import PropertyKey
 
 __all__ = ["ARROW_SCHEMA", "COLUMNS", "SCHEMA_DDL", "SPARK_SCHEMA", "empty_batch", "messages_to_batch"]
@@ -91,6 +94,7 @@ ARROW_SCHEMA: Final = pa.schema(
 _TAGS: Final = PropertyKey.TAGS
 _KEYS: Final = PropertyKey.KEYS
 _UNIQ: Final = PropertyKey.UNIQ_KEY
+_TS_MS: Final = pa.timestamp("ms", tz="UTC")
 
 
 def empty_batch() -> pa.RecordBatch:
@@ -101,76 +105,73 @@ def empty_batch() -> pa.RecordBatch:
 def messages_to_batch(broker_name: str, messages: Sequence[MessageExt]) -> pa.RecordBatch:
     """One Arrow batch (exactly :data:`ARROW_SCHEMA`) holding ``messages`` pulled from ``broker_name``.
 
-    Columns are built one at a time from plain lists; hosts and offset message ids are computed
-    from the raw stored addresses, memoising the (few distinct) addresses.
+    The executor's hot path (``benchmarks/spark_arrow.py``; ``tests/spark/test_spark_batch_fast.py``
+    pins it to the plain row loop): each column is gathered by its own list comprehension (cheaper
+    per element than one loop of ``append`` calls) and becomes an Arrow array of an explicit type.
+    Hosts and the hex prefix of offset message ids are computed once per distinct address (a batch
+    has one or two); the commit-log offsets are packed and hexed in one call and joined to the
+    prefix by Arrow; ``msg_id`` is UNIQ_KEY coalesced with the offset id. The properties map is
+    built flat (names, values, offsets); timestamps go in as int64 milliseconds, cast to
+    microseconds by Arrow.
     """
     n = len(messages)
-    hosts: dict[bytes, str] = {}
-    topics: list[str] = []
-    queue_ids: list[int] = []
-    offsets: list[int] = []
-    msg_ids: list[str] = []
-    offset_ids: list[str] = []
-    tags: list[str | None] = []
-    keys: list[list[str]] = []
-    bodies: list[bytes] = []
-    map_offsets: list[int] = [0]
-    map_keys: list[str] = []
-    map_values: list[str] = []
-    born_ts: list[int] = []
-    store_ts: list[int] = []
-    born_hosts: list[str] = []
-    store_hosts: list[str] = []
-    reconsume: list[int] = []
-    sys_flags: list[int] = []
-    for m in messages:
-        props = m.properties
-        topics.append(m.topic)
-        queue_ids.append(m.queue_id)
-        offsets.append(m.queue_offset)
-        store_raw = m.store_address
-        offset_id = offset_msg_id_from_raw(store_raw, m.commit_log_offset)
-        offset_ids.append(offset_id)
-        msg_ids.append(props.get(_UNIQ) or offset_id)
-        tags.append(props.get(_TAGS))
-        joined = props.get(_KEYS)
-        keys.append([k for k in joined.split(" ") if k] if joined else [])
-        bodies.append(m.body)
-        map_keys.extend(props.keys())
-        map_values.extend(props.values())
-        map_offsets.append(len(map_keys))
-        born_ts.append(m.born_timestamp * 1000)
-        store_ts.append(m.store_timestamp * 1000)
-        born_raw = m.born_address
-        born = hosts.get(born_raw)
-        if born is None:
-            born = hosts[born_raw] = format_socket_address(born_raw)
-        born_hosts.append(born)
-        store = hosts.get(store_raw)
-        if store is None:
-            store = hosts[store_raw] = format_socket_address(store_raw)
-        store_hosts.append(store)
-        reconsume.append(m.reconsume_times)
-        sys_flags.append(m.sys_flag)
+    if not n:
+        return empty_batch()
+    string = pa.string()
+    props = [m.properties for m in messages]
+    store_raws = [m.store_address for m in messages]
+    born_raws = [m.born_address for m in messages]
+    distinct_stores = set(store_raws)
+    if len(distinct_stores) == 1:
+        (store_raw,) = distinct_stores
+        prefix: Any = store_raw.hex().upper()
+        store_hosts = [format_socket_address(store_raw)] * n
+    else:
+        prefixes = {raw: raw.hex().upper() for raw in distinct_stores}
+        prefix = pa.array([prefixes[raw] for raw in store_raws], string)
+        hosts = {raw: format_socket_address(raw) for raw in distinct_stores}
+        store_hosts = [hosts[raw] for raw in store_raws]
+    # Offset msg id = hex(store address) + hex(int64 commit-log offset), as offset_msg_id_from_raw
+    # makes it: all offsets are packed and hexed at once, cut into 16-character strings by Arrow.
+    packed = struct.pack(f">{n}q", *[m.commit_log_offset for m in messages]).hex().upper().encode()
+    cuts = pa.array(range(0, 16 * n + 1, 16), pa.int32()).buffers()[1]
+    offset_hex = pa.StringArray.from_buffers(n, cuts, pa.py_buffer(packed))
+    offset_ids = pc.binary_join_element_wise(prefix, offset_hex, "")
+    distinct_borns = set(born_raws)
+    if len(distinct_borns) == 1:
+        born_hosts = [format_socket_address(born_raws[0])] * n
+    else:
+        hosts = {raw: format_socket_address(raw) for raw in distinct_borns}
+        born_hosts = [hosts[raw] for raw in born_raws]
+    uniq, tags_key, keys_key = _UNIQ, _TAGS, _KEYS
+    msg_ids = pc.coalesce(pa.array([p.get(uniq) or None for p in props], string), offset_ids)
+    joined_keys = [p.get(keys_key) for p in props]
+    keys = [
+        ([joined] if " " not in joined else [k for k in joined.split(" ") if k]) if joined else []
+        for joined in joined_keys
+    ]
+    map_offsets = list(accumulate(map(len, props), initial=0))
+    map_keys = [k for p in props for k in p]
+    map_values = [v for p in props for v in p.values()]
     properties = pa.MapArray.from_arrays(
-        pa.array(map_offsets, pa.int32()), pa.array(map_keys, pa.string()), pa.array(map_values, pa.string())
+        pa.array(map_offsets, pa.int32()), pa.array(map_keys, string), pa.array(map_values, string)
     ).cast(_MAP)
     columns: list[Any] = [
-        pa.array(topics, pa.string()),
-        pa.array([broker_name] * n, pa.string()),
-        pa.array(queue_ids, pa.int32()),
-        pa.array(offsets, pa.int64()),
-        pa.array(msg_ids, pa.string()),
-        pa.array(offset_ids, pa.string()),
-        pa.array(tags, pa.string()),
+        pa.array([m.topic for m in messages], string),
+        pa.array([broker_name] * n, string),
+        pa.array([m.queue_id for m in messages], pa.int32()),
+        pa.array([m.queue_offset for m in messages], pa.int64()),
+        msg_ids,
+        offset_ids,
+        pa.array([p.get(tags_key) for p in props], string),
         pa.array(keys, _LIST),
-        pa.array(bodies, pa.binary()),
+        pa.array([m.body for m in messages], pa.binary()),
         properties,
-        pa.array(born_ts, _TS),
-        pa.array(store_ts, _TS),
-        pa.array(born_hosts, pa.string()),
-        pa.array(store_hosts, pa.string()),
-        pa.array(reconsume, pa.int32()),
-        pa.array(sys_flags, pa.int32()),
+        pa.array([m.born_timestamp for m in messages], _TS_MS).cast(_TS),
+        pa.array([m.store_timestamp for m in messages], _TS_MS).cast(_TS),
+        pa.array(born_hosts, string),
+        pa.array(store_hosts, string),
+        pa.array([m.reconsume_times for m in messages], pa.int32()),
+        pa.array([m.sys_flag for m in messages], pa.int32()),
     ]
     return pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)

@@ -1,0 +1,122 @@
+"""Spark reader hot path without broker or Spark: pull-reply decoding and Arrow conversion, in us/msg.
+
+Run with ``.venv/bin/python benchmarks/spark_arrow.py``. The input is what the executor gets from a
+broker: PULL_MESSAGE reply bodies of 32 stored messages each (128-byte bodies, a tag, a key and the
+properties a broker stores), encoded with ``encode_stored_message``; one Arrow batch is built from
+:data:`~spark_connector._read.BATCH_ROWS` rows (128 replies) as the reader does. Stages:
+
+- ``decode``: ``decode_messages`` of every reply body (MessageExt objects);
+- ``to_batch``: ``messages_to_batch`` of 4096 decoded messages (the Arrow conversion alone);
+- ``decode + to_batch``: both, what the reader does, in batches of 4096, ``BATCH_ROWS`` and 512
+  rows, with the cyclic garbage collector off (``timeit``'s default) and on, next to a heap of
+  :data:`WORKER_HEAP` long-lived objects as in a Spark worker. Decoded messages are GC-tracked
+  objects: the longer a batch keeps them alive, the more reach the oldest generation and the
+  more often a full collection walks the whole heap.
+
+Each figure is the best of five runs, on one core (the numbers move with the machine's load).
+"""
+
+from __future__ import annotations
+
+import gc
+import timeit
+from collections.abc import Callable
+
+from rocketmq_py.protocol import MessageExt, decode_messages
+from rocketmq_py.protocol._ids import UniqKeyGenerator
+from rocketmq_py.protocol._properties import PropertyKey
+from rocketmq_py.protocol._stored import encode_stored_message
+from spark_connector._read import BATCH_ROWS
+from spark_connector._schema import messages_to_batch
+
+MESSAGES_PER_PULL = 32
+BODY_SIZE = 128
+BROKER = "broker-a"
+#: Long-lived objects standing in for a Spark worker's heap in the gc-on runs.
+WORKER_HEAP = 250_000
+
+
+def pull_bodies(rows: int = BATCH_ROWS) -> list[bytes]:
+    """``rows`` messages as reply bodies of :data:`MESSAGES_PER_PULL` stored messages each."""
+    uniq = UniqKeyGenerator(ip="192.168.1.20", pid=4242, salt=0x1234ABCD)
+    bodies: list[bytes] = []
+    for first in range(0, rows, MESSAGES_PER_PULL):
+        records = []
+        for i in range(first, min(rows, first + MESSAGES_PER_PULL)):
+            ext = MessageExt(
+                "BenchmarkTopic",
+                bytes((i + j) & 0xFF for j in range(BODY_SIZE)),
+                tags=f"Tag{i % 4}",
+                keys=[f"k{1_000_000 + i}"],
+                properties={
+                    PropertyKey.UNIQ_KEY: uniq.next(),
+                    PropertyKey.WAIT_STORE_MSG_OK: "true",
+                    PropertyKey.CLUSTER: "DefaultCluster",
+                    PropertyKey.MIN_OFFSET: "0",
+                    PropertyKey.MAX_OFFSET: "1000032",
+                },
+                queue_id=3,
+                queue_offset=1_000_000 + i,
+                commit_log_offset=7_340_032 + 300 * i,
+                born_timestamp=1_760_000_000_000 + i,
+                born_host="192.168.1.20:53412",
+                store_timestamp=1_760_000_000_004 + i,
+                store_host="192.168.1.10:10911",
+            )
+            records.append(encode_stored_message(ext))
+        bodies.append(b"".join(records))
+    return bodies
+
+
+def per_message_us(
+    func: Callable[[], object], messages: int, seconds: float = 0.5, *, gc_on: bool = False
+) -> float:
+    """Microseconds per message of ``func`` (which handles ``messages``), best of five runs.
+
+    ``timeit`` switches the cyclic garbage collector off; ``gc_on`` keeps it on, as in a Spark worker.
+    """
+    timer = timeit.Timer(func, setup="gc.enable()" if gc_on else "pass", globals={"gc": gc})
+    number, elapsed = timer.autorange()
+    number = max(1, int(number * seconds / max(elapsed, 1e-9)))
+    return min(timer.repeat(repeat=5, number=number)) / number / messages * 1e6
+
+
+def main() -> None:
+    bodies = pull_bodies(4096)
+    decoded = [m for body in bodies for m in decode_messages(body)]
+    n = len(decoded)
+
+    def decode() -> object:
+        return [m for body in bodies for m in decode_messages(body)]
+
+    def to_batch() -> object:
+        return messages_to_batch(BROKER, decoded)
+
+    def in_batches_of(rows: int) -> Callable[[], object]:
+        per = max(1, rows // MESSAGES_PER_PULL)
+
+        def run() -> object:
+            return [
+                messages_to_batch(BROKER, [m for body in bodies[i : i + per] for m in decode_messages(body)])
+                for i in range(0, len(bodies), per)
+            ]
+
+        return run
+
+    print(f"{n} messages, {len(bodies)} reply bodies of {MESSAGES_PER_PULL}, {BODY_SIZE}-byte bodies")
+    print(f"{'decode':<36} {per_message_us(decode, n):6.3f} us/msg (gc off)")
+    print(f"{'to_batch (4096 rows)':<36} {per_message_us(to_batch, n):6.3f} us/msg (gc off)")
+    # A Spark worker holds a few hundred thousand long-lived objects (pyspark, pyarrow, ...): every
+    # full collection walks them, and how often one runs depends on how many of our objects survive.
+    heap = [[i] for i in range(WORKER_HEAP)]
+    gc.collect()  # now long-lived, in the oldest generation
+    for rows in sorted({4096, BATCH_ROWS, 512}, reverse=True):
+        run = in_batches_of(rows)
+        off, on = per_message_us(run, n), per_message_us(run, n, gc_on=True)
+        label = f"decode + to_batch, {rows}-row batches"
+        print(f"{label:<36} {off:6.3f} us/msg (gc off) {on:6.3f} us/msg (gc on)")
+    del heap
+
+
+if __name__ == "__main__":
+    main()

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 
 import pytest
+import trio
 
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import BrokerError, broker_error_for
@@ -119,9 +120,18 @@ async def test_send_v2_then_pull_reads_it_back(
             expression_type="TAG",
             broker_name=broker.broker_name,
         )
-        reply = await pool.request(
-            address, RemotingCommand.request(RequestCode.PULL_MESSAGE, to_ext_fields(pull)), timeout=TIMEOUT
-        )
+        # The broker acknowledges a send before its dispatcher has put it in the consume queue, so an
+        # immediate pull may find nothing yet (NO_MESSAGE_IN_QUEUE): ask again until it is there.
+        deadline = trio.current_time() + TIMEOUT
+        while True:
+            reply = await pool.request(
+                address,
+                RemotingCommand.request(RequestCode.PULL_MESSAGE, to_ext_fields(pull)),
+                timeout=TIMEOUT,
+            )
+            if reply.code != ResponseCode.PULL_NOT_FOUND or trio.current_time() > deadline:
+                break
+            await trio.sleep(0.1)
     assert reply.code == ResponseCode.SUCCESS, reply.remark  # FOUND
     pulled_header = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)
     assert pulled_header.next_begin_offset == 3

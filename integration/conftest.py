@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
@@ -32,6 +33,7 @@ from rocketmq_py.protocol import (
     to_ext_fields,
 )
 from rocketmq_py.testing import Cluster, start_cluster
+from rocketmq_py.testing._report_process import ReportingProcess
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -100,6 +102,30 @@ def spark() -> Iterator[SparkSession]:
         yield session
     finally:
         session.stop()
+
+
+CONSUMER_SCRIPT = Path(__file__).with_name("_consumer_proc.py")
+SpawnProcess = Callable[..., Awaitable[Any]]
+
+
+@pytest.fixture
+async def spawn_process(cluster: Cluster, nursery: trio.Nursery) -> AsyncIterator[SpawnProcess]:
+    """``await spawn_process(cls, *script_args, **fields)``: a ``_consumer_proc.py`` child on the cluster.
+
+    ``cls`` is a :class:`ReportingProcess` subclass that keeps what the test checks; children still
+    running at the end of the test are killed.
+    """
+    children: list[ReportingProcess] = []
+
+    async def spawn(cls: type[ReportingProcess], *args: str, **fields: Any) -> ReportingProcess:
+        argv = [sys.executable, str(CONSUMER_SCRIPT), "--namesrv", cluster.namesrv_addr, *args]
+        child = await cls.start(argv, nursery, **fields)
+        children.append(child)
+        return child
+
+    yield spawn
+    for child in children:
+        await child.close()
 
 
 PullAll = Callable[..., Awaitable[list[MessageExt]]]

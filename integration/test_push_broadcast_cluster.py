@@ -7,10 +7,7 @@ temporary directory) is found again after a restart.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,81 +17,38 @@ import trio
 
 from rocketmq_py import Message, Producer
 from rocketmq_py.testing import Cluster
-
-SCRIPT = Path(__file__).with_name("_consumer_proc.py")
+from rocketmq_py.testing._report_process import ReportingProcess
 
 
 @dataclass
-class Member:
+class Member(ReportingProcess):
     """A consumer process and the bodies it consumed."""
 
-    process: trio.Process
-    client_id: str | None = None
     owned: int = 0
     bodies: list[str] = field(default_factory=list)
-    stopped: bool = False
-    done: trio.Event = field(default_factory=trio.Event)
 
-    async def read_reports(self) -> None:
-        assert self.process.stdout is not None
-        buffer = b""
-        try:
-            while chunk := await self.process.stdout.receive_some():
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    self._on_report(json.loads(line))
-        finally:
-            self.done.set()
-
-    def _on_report(self, report: dict[str, Any]) -> None:
-        if report["event"] == "started":
-            self.client_id = report["client_id"]
-        elif report["event"] == "owned":
+    def on_report(self, report: dict[str, Any]) -> None:
+        if report["event"] == "owned":
             self.owned = len(report["queues"])
         elif report["event"] == "consumed":
             self.bodies.extend(body for _, body, _ in report["msgs"])
-        elif report["event"] == "stopped":
-            self.stopped = True
-
-    async def stop(self) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.aclose()
-        with trio.fail_after(30):
-            await self.process.wait()
-            await self.done.wait()
-        assert self.process.returncode == 0
-        assert self.stopped
 
 
 Spawn = Callable[[str, str, str], Awaitable[Member]]
 
 
 @pytest.fixture
-async def spawn_member(cluster: Cluster, nursery: trio.Nursery, tmp_path: Path) -> AsyncIterator[Spawn]:
+def spawn_member(spawn_process: Callable[..., Awaitable[Any]], tmp_path: Path) -> Spawn:
     """``await spawn_member(group, topic, instance_name)``: a broadcasting member, offsets under tmp_path."""
-    members: list[Member] = []
 
     async def spawn(group: str, topic: str, instance_name: str) -> Member:
-        argv = [sys.executable, str(SCRIPT), "--namesrv", cluster.namesrv_addr, "--group", group]
-        argv += ["--topic", topic, "--message-model", "BROADCASTING", "--instance-name", instance_name]
-        argv += ["--offsets-dir", str(tmp_path), "--consume-from-where", "CONSUME_FROM_LAST_OFFSET"]
-        process = await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        member = Member(process)
-        members.append(member)
-        nursery.start_soon(member.read_reports)
+        args = ["--group", group, "--topic", topic, "--message-model", "BROADCASTING"]
+        args += ["--instance-name", instance_name, "--offsets-dir", str(tmp_path)]
+        args += ["--consume-from-where", "CONSUME_FROM_LAST_OFFSET"]
+        member: Member = await spawn_process(Member, *args)
         return member
 
-    yield spawn
-    for member in members:
-        if member.process.returncode is None:
-            member.process.kill()
-        with trio.move_on_after(10):
-            await member.done.wait()
-        for stream in (member.process.stdin, member.process.stdout):
-            if stream is not None:
-                await stream.aclose()
-        await member.process.wait()
+    return spawn
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 40.0) -> None:  # noqa: ASYNC109

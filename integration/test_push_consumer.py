@@ -7,15 +7,10 @@ brokers (16 in all). Members rebalance every 2 s instead of 20 s so that the gro
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +19,8 @@ import trio
 from rocketmq_py import Message, MessageExt, Producer, PushConsumer, SendResult
 from rocketmq_py.consumer._start_offset import parse_consume_timestamp
 from rocketmq_py.testing import Cluster
+from rocketmq_py.testing._report_process import ReportingProcess
 
-SCRIPT = Path(__file__).with_name("_consumer_proc.py")
 SETTLE_TIMEOUT = 40.0  # seconds for a group to settle after a member joins or leaves
 STABLE_FOR = 2.5  # ... and to stay settled that long (more than one rebalance interval)
 
@@ -33,91 +28,44 @@ Queue = tuple[str, int]  # (broker name, queue id)
 
 
 @dataclass
-class ConsumerProc:
+class ConsumerProc(ReportingProcess):
     """A consumer process and what it reported so far."""
 
-    process: trio.Process
-    hosts: dict[str, str]  # store host -> broker name
-    client_id: str | None = None
+    hosts: dict[str, str] = field(default_factory=dict)  # store host -> broker name
     owned: frozenset[Queue] = frozenset()
     #: (queue, offset, body, reconsume times), one per delivery.
     consumed: list[tuple[Queue, int, str, int]] = field(default_factory=list)
-    stopped: bool = False
-    done: trio.Event = field(default_factory=trio.Event)
 
-    async def read_reports(self) -> None:
-        assert self.process.stdout is not None
-        buffer = b""
-        try:
-            while chunk := await self.process.stdout.receive_some():
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    self._on_report(json.loads(line))
-        finally:
-            self.done.set()
-
-    def _on_report(self, report: dict[str, Any]) -> None:
+    def on_report(self, report: dict[str, Any]) -> None:
         event = report["event"]
-        if event == "started":
-            self.client_id = report["client_id"]
-        elif event == "owned":
+        if event == "owned":
             self.owned = frozenset((b, q) for b, q in report["queues"])
         elif event == "consumed":
             host, queue_id = report["queue"]
             queue = (self.hosts[host], queue_id)
             for offset, body, reconsume in report["msgs"]:
                 self.consumed.append((queue, offset, body, reconsume))
-        elif event == "stopped":
-            self.stopped = True
 
     @property
     def bodies(self) -> list[str]:
         return [body for _, _, body, _ in self.consumed]
-
-    async def stop(self, *, sigterm: bool = False) -> None:
-        """Close its stdin (or send SIGTERM): the consumer persists its offsets, unregisters and exits."""
-        assert self.process.stdin is not None
-        if sigterm:
-            self.process.send_signal(signal.SIGTERM)
-        else:
-            await self.process.stdin.aclose()
-        with trio.fail_after(30):
-            await self.process.wait()
-            await self.done.wait()
-        assert self.process.returncode == 0
-        assert self.stopped
 
 
 Spawn = Callable[..., Awaitable[ConsumerProc]]
 
 
 @pytest.fixture
-async def spawn_consumer(cluster: Cluster, nursery: trio.Nursery) -> AsyncIterator[Spawn]:
+def spawn_consumer(cluster: Cluster, spawn_process: Callable[..., Awaitable[Any]]) -> Spawn:
     """``await spawn_consumer(group, topic, *script_args)`` starts a consumer process."""
     hosts = {b.address: b.name for b in cluster.brokers}
-    procs: list[ConsumerProc] = []
 
     async def spawn(group: str, topic: str, *args: str) -> ConsumerProc:
-        argv = [sys.executable, str(SCRIPT), "--namesrv", cluster.namesrv_addr, "--group", group]
-        process = await trio.lowlevel.open_process(
-            [*argv, "--topic", topic, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        proc: ConsumerProc = await spawn_process(
+            ConsumerProc, "--group", group, "--topic", topic, *args, hosts=hosts
         )
-        proc = ConsumerProc(process, hosts)
-        procs.append(proc)
-        nursery.start_soon(proc.read_reports)
         return proc
 
-    yield spawn
-    for proc in procs:
-        if proc.process.returncode is None:
-            proc.process.kill()
-        with trio.move_on_after(10):
-            await proc.done.wait()
-        for stream in (proc.process.stdin, proc.process.stdout):
-            if stream is not None:
-                await stream.aclose()
-        await proc.process.wait()
+    return spawn
 
 
 def all_queues(cluster: Cluster, per_broker: int = 8) -> frozenset[Queue]:

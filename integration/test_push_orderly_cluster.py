@@ -12,14 +12,10 @@ forward past a message it has not consumed.
 from __future__ import annotations
 
 import itertools
-import json
-import subprocess
-import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,84 +23,41 @@ import trio
 
 from rocketmq_py import Message, Producer, select_by_hash
 from rocketmq_py.testing import Cluster
+from rocketmq_py.testing._report_process import ReportingProcess
 
-SCRIPT = Path(__file__).with_name("_consumer_proc.py")
 KEYS = [f"key-{k}" for k in range(16)]
 Queue = tuple[str, int]
 
 
 @dataclass
-class Member:
+class Member(ReportingProcess):
     """An orderly consumer process and what it reported."""
 
-    process: trio.Process
-    client_id: str | None = None
     owned: frozenset[Queue] = frozenset()
     #: (time, body) per consumed message.
     consumed: list[tuple[float, str]] = field(default_factory=list)
-    stopped: bool = False
-    done: trio.Event = field(default_factory=trio.Event)
 
-    async def read_reports(self) -> None:
-        assert self.process.stdout is not None
-        buffer = b""
-        try:
-            while chunk := await self.process.stdout.receive_some():
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    self._on_report(json.loads(line))
-        finally:
-            self.done.set()
-
-    def _on_report(self, report: dict[str, Any]) -> None:
+    def on_report(self, report: dict[str, Any]) -> None:
         event = report["event"]
-        if event == "started":
-            self.client_id = report["client_id"]
-        elif event == "owned":
+        if event == "owned":
             self.owned = frozenset((b, q) for b, q in report["queues"])
         elif event == "consumed":
             self.consumed.extend((report["at"], body) for _, body, _ in report["msgs"])
-        elif event == "stopped":
-            self.stopped = True
-
-    async def stop(self) -> None:
-        assert self.process.stdin is not None
-        await self.process.stdin.aclose()
-        with trio.fail_after(30):
-            await self.process.wait()
-            await self.done.wait()
-        assert self.process.returncode == 0
-        assert self.stopped
 
 
 Spawn = Callable[[str, str], Awaitable[Member]]
 
 
 @pytest.fixture
-async def spawn_member(cluster: Cluster, nursery: trio.Nursery) -> AsyncIterator[Spawn]:
+def spawn_member(spawn_process: Callable[..., Awaitable[Any]]) -> Spawn:
     """``await spawn_member(group, topic)``: an orderly member (rebalance every 2 s)."""
-    members: list[Member] = []
 
     async def spawn(group: str, topic: str) -> Member:
-        argv = [sys.executable, str(SCRIPT), "--namesrv", cluster.namesrv_addr, "--group", group]
-        argv += ["--topic", topic, "--orderly", "--consume-delay", "0.002"]
-        process = await trio.lowlevel.open_process(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        member = Member(process)
-        members.append(member)
-        nursery.start_soon(member.read_reports)
+        args = ["--group", group, "--topic", topic, "--orderly", "--consume-delay", "0.002"]
+        member: Member = await spawn_process(Member, *args)
         return member
 
-    yield spawn
-    for member in members:
-        if member.process.returncode is None:
-            member.process.kill()
-        with trio.move_on_after(10):
-            await member.done.wait()
-        for stream in (member.process.stdin, member.process.stdout):
-            if stream is not None:
-                await stream.aclose()
-        await member.process.wait()
+    return spawn
 
 
 async def wait_settled(members: list[Member], queues: frozenset[Queue], timeout: float) -> None:  # noqa: ASYNC109

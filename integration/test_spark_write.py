@@ -113,6 +113,7 @@ async def test_batch_write_round_trip_with_deterministic_keys(
         .option("namesrv", cluster.namesrv_addr)
         .option("topic", topic)
         .option("deterministicKeys", "true")
+        .option("batchSize", "10")  # about 30 requests: both brokers take some
         .option("writeId", f"it-{topic}")
     )
     writer.save()

@@ -4,12 +4,13 @@ Members run in their own processes (``_consumer_proc.py --listen-rebalance``), w
 rebalance listener's ``on_assigned`` / ``on_revoked`` calls besides their owned queues and what they
 consumed. Nothing may be lost; the duplicate count is printed (run with ``-s``): with the handoff it
 is usually 0, but it depends on when each member sees the member change, so it is not asserted.
-What is asserted is that the listener calls account for every queue that changed hands.
+What is asserted is that, once the group has settled on the allocation AVG gives its members, each
+member's listener calls add up to the queues it owns, and every queue it gained or gave up in a
+scaling step was announced by ``on_assigned`` / ``on_revoked``.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +18,8 @@ from typing import Any
 import pytest
 import trio
 
-from rocketmq_py import Message, Producer
+from rocketmq_py import Message, MessageQueue, Producer
+from rocketmq_py.consumer._allocate import AllocateAveragely, sort_consumers, sort_queues
 from rocketmq_py.testing import Cluster
 from rocketmq_py.testing._report_process import ReportingProcess
 
@@ -44,13 +46,17 @@ class Member(ReportingProcess):
 
     def queues_from_calls(self) -> set[Queue]:
         """The owned queues the listener calls add up to; each call must make sense."""
+        return self.queues_from(self.calls, self.client_id)
+
+    @staticmethod
+    def queues_from(calls: list[tuple[str, frozenset[Queue]]], who: str | None = None) -> set[Queue]:
         queues: set[Queue] = set()
-        for kind, changed in self.calls:
+        for kind, changed in calls:
             if kind == "assigned":
-                assert not queues & changed, f"{self.client_id} assigned {changed} it owned"
+                assert not queues & changed, f"{who} assigned {changed} it owned"
                 queues |= changed
             else:
-                assert changed <= queues, f"{self.client_id} revoked {changed} it did not own"
+                assert changed <= queues, f"{who} revoked {changed} it did not own"
                 queues -= changed
         return queues
 
@@ -73,13 +79,35 @@ def spawn_member(spawn_process: Callable[..., Awaitable[Any]]) -> Spawn:
     return spawn
 
 
-async def wait_settled(members: list[Member], queues: frozenset[Queue]) -> None:
-    """Every queue owned by exactly one member, for 3 s in a row (60 s at most)."""
+def expected_allocation(members: list[Member], topic: str, queues: frozenset[Queue]) -> dict[str, set[Queue]]:
+    """What AVG gives each member (by client id) once every member sees the same group."""
+    cids = sort_consumers(m.client_id for m in members if m.client_id is not None)
+    mq_all = sort_queues(MessageQueue(topic, b, q) for b, q in queues)
+    strategy = AllocateAveragely()
+    return {
+        cid: {(mq.broker_name, mq.queue_id) for mq in strategy.allocate("g", cid, mq_all, cids)}
+        for cid in cids
+    }
+
+
+async def wait_settled(members: list[Member], topic: str, queues: frozenset[Queue]) -> None:
+    """Every member owns its AVG share and its listener calls add up to it, for 3 s in a row.
+
+    Owning each queue exactly once is not enough: while members see different member lists
+    (one broker told of a newcomer before the other) a transient split can look settled.
+    """
     stable_since: float | None = None
     with trio.fail_after(60):
+        while any(m.client_id is None for m in members):  # noqa: ASYNC110 (reports, not an event)
+            await trio.sleep(0.1)
+        expected = expected_allocation(members, topic, queues)
+        assert len(expected) == len(members)
         while True:
-            owners = Counter(q for m in members for q in m.owned)
-            settled = set(owners) == queues and all(n == 1 for n in owners.values())
+            settled = all(
+                m.owned == expected[m.client_id] and m.queues_from_calls() == m.owned
+                for m in members
+                if m.client_id is not None
+            )
             now = trio.current_time()
             if settled:
                 stable_since = now if stable_since is None else stable_since
@@ -88,6 +116,15 @@ async def wait_settled(members: list[Member], queues: frozenset[Queue]) -> None:
             else:
                 stable_since = None
             await trio.sleep(0.2)
+
+
+def check_step(member: Member, mark: int) -> None:
+    """What ``member`` gained / gave up since call ``mark`` was announced by the listener."""
+    before = Member.queues_from(member.calls[:mark])
+    after = set(member.owned)
+    assert member.queues_from_calls() == after, member.client_id
+    assert after - before <= member.calls_since(mark, "assigned"), member.client_id
+    assert before - after <= member.calls_since(mark, "revoked"), member.client_id
 
 
 @dataclass
@@ -124,35 +161,35 @@ async def test_scaling_2_3_2_under_traffic_hands_queues_over_with_listener_calls
     group = f"it-handoff-{topic}"
     queues = frozenset((b.name, q) for b in cluster.brokers for q in range(8))
     members = [await spawn_member(group, topic) for _ in range(2)]
-    await wait_settled(members, queues)
+    await wait_settled(members, topic, queues)
     producer = SteadyProducer(cluster.namesrv_addr, topic)
     nursery.start_soon(producer.run)
     await trio.sleep(3)
 
-    # 2 -> 3: what the old members gave up (net of what moved between them) the newcomer was given.
+    # 2 -> 3: each old member announced what it gave up; the newcomer was assigned what it owns.
     marks = [len(m.calls) for m in members]
     newcomer = await spawn_member(group, topic)
     members.append(newcomer)
-    await wait_settled(members, queues)
-    revoked = members[0].calls_since(marks[0], "revoked") | members[1].calls_since(marks[1], "revoked")
-    traded = members[0].calls_since(marks[0], "assigned") | members[1].calls_since(marks[1], "assigned")
-    assert newcomer.calls_since(0, "assigned") == newcomer.owned
-    assert revoked - traded == newcomer.owned
+    await wait_settled(members, topic, queues)
+    for member, mark in zip(members, [*marks, 0], strict=True):
+        check_step(member, mark)
+    assert newcomer.owned, "AVG gives the newcomer a share of 16 queues"
     await trio.sleep(3)
 
-    # 3 -> 2: the leaver revokes all it had on close; the others are assigned that.
+    # 3 -> 2: the leaver revokes all it had on close; the stayers announce what they take over.
     leaver, stayers = members[0], members[1:]
     had = leaver.owned
     marks = [len(m.calls) for m in stayers]
     await leaver.stop()
     assert leaver.calls[-1] == ("revoked", had)
     assert leaver.queues_from_calls() == set()
-    await wait_settled(stayers, queues)
-    # (AVG gives contiguous blocks: some queues also move from one stayer to the other.)
-    assigned = stayers[0].calls_since(marks[0], "assigned") | stayers[1].calls_since(marks[1], "assigned")
-    traded = stayers[0].calls_since(marks[0], "revoked") | stayers[1].calls_since(marks[1], "revoked")
-    assert traded <= assigned
-    assert assigned - traded == had
+    await wait_settled(stayers, topic, queues)
+    for member, mark in zip(stayers, marks, strict=True):
+        check_step(member, mark)
+    taken_over = set().union(
+        *(m.calls_since(mark, "assigned") for m, mark in zip(stayers, marks, strict=True))
+    )
+    assert set(had) <= taken_over
     await trio.sleep(3)
     await producer.stop()
 
@@ -169,6 +206,8 @@ async def test_scaling_2_3_2_under_traffic_hands_queues_over_with_listener_calls
     )
     assert len(producer.sent) > 1000
     assert lost == set(), f"{len(lost)} lost, e.g. {sorted(lost)[:10]}"
+    # Before any stayer stops (the other would take its queues over).
     for member in stayers:
-        assert member.queues_from_calls() == set(member.owned)
+        assert member.queues_from_calls() == set(member.owned), member.client_id
+    for member in stayers:
         await member.stop()

@@ -691,8 +691,10 @@ class PushConsumer:
             expression, kind = self._expressions.get(topic, ("*", ExpressionType.TAG))
             self._set_subscription(topic, expression, kind)
             await self.instance.heartbeat_all()  # the new subscription version before the new pulls
-        if added and self.rebalance_listener is not None:
-            await self._notify_listener("on_assigned", [state.mq for state in added])
+        # A rebuilt queue (idle pull) stays this member's: the listener hears of neither half.
+        announced = [state.mq for state in added if state.mq not in {s.mq for s in rebuilt}]
+        if announced and self.rebalance_listener is not None:
+            await self._notify_listener("on_assigned", announced)
         for state in added:
             self._queues[state.mq] = state
             assert self._nursery is not None

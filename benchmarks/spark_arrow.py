@@ -1,4 +1,4 @@
-"""Spark reader hot path without broker or Spark: pull-reply decoding and Arrow conversion, in us/msg.
+"""Spark reader hot path without broker or Spark: pull replies to Arrow batches, in us/msg.
 
 Run with ``.venv/bin/python benchmarks/spark_arrow.py``. The input is what the executor gets from a
 broker: PULL_MESSAGE reply bodies of 32 stored messages each (128-byte bodies, a tag, a key and the
@@ -7,11 +7,13 @@ properties a broker stores), encoded with ``encode_stored_message``; one Arrow b
 
 - ``decode``: ``decode_messages`` of every reply body (MessageExt objects);
 - ``to_batch``: ``messages_to_batch`` of 4096 decoded messages (the Arrow conversion alone);
-- ``decode + to_batch``: both, what the reader does, in batches of 4096, ``BATCH_ROWS`` and 512
-  rows, with the cyclic garbage collector off (``timeit``'s default) and on, next to a heap of
-  :data:`WORKER_HEAP` long-lived objects as in a Spark worker. Decoded messages are GC-tracked
-  objects: the longer a batch keeps them alive, the more reach the oldest generation and the
-  more often a full collection walks the whole heap.
+- ``decode + to_batch``: both, what the reader did until the columnar path, in batches of 4096,
+  ``BATCH_ROWS`` and 512 rows, with the cyclic garbage collector off (``timeit``'s default) and on,
+  next to a heap of :data:`WORKER_HEAP` long-lived objects as in a Spark worker. Decoded messages
+  are GC-tracked objects: the longer a batch keeps them alive, the more reach the oldest
+  generation and the more often a full collection walks the whole heap.
+- ``columnar``: what the reader does now: ``record_starts`` of each reply while pulling, then
+  ``chunks_to_batch`` (no MessageExt objects; ``spark_connector/_columns.py``), same batch sizes.
 
 Each figure is the best of five runs, on one core (the numbers move with the machine's load).
 """
@@ -22,10 +24,12 @@ import gc
 import timeit
 from collections.abc import Callable
 
-from rocketmq_py.protocol import MessageExt, decode_messages
+from rocketmq_py.consumer._filter import MessageFilter
+from rocketmq_py.protocol import MessageExt, build_subscription_data, decode_messages
 from rocketmq_py.protocol._ids import UniqKeyGenerator
 from rocketmq_py.protocol._properties import PropertyKey
 from rocketmq_py.protocol._stored import encode_stored_message
+from spark_connector._columns import ReplyChunk, chunks_to_batch, record_starts
 from spark_connector._read import BATCH_ROWS
 from spark_connector._schema import messages_to_batch
 
@@ -103,6 +107,23 @@ def main() -> None:
 
         return run
 
+    accept = MessageFilter(build_subscription_data("BenchmarkTopic", "*", sub_version=0))
+
+    def columnar_in_batches_of(rows: int) -> Callable[[], object]:
+        per = max(1, rows // MESSAGES_PER_PULL)
+
+        def run() -> object:
+            return [
+                chunks_to_batch(
+                    BROKER,
+                    [ReplyChunk(body, record_starts(body), 0, 2**62) for body in bodies[i : i + per]],
+                    accept,
+                )
+                for i in range(0, len(bodies), per)
+            ]
+
+        return run
+
     print(f"{n} messages, {len(bodies)} reply bodies of {MESSAGES_PER_PULL}, {BODY_SIZE}-byte bodies")
     print(f"{'decode':<36} {per_message_us(decode, n):6.3f} us/msg (gc off)")
     print(f"{'to_batch (4096 rows)':<36} {per_message_us(to_batch, n):6.3f} us/msg (gc off)")
@@ -114,6 +135,10 @@ def main() -> None:
         run = in_batches_of(rows)
         off, on = per_message_us(run, n), per_message_us(run, n, gc_on=True)
         label = f"decode + to_batch, {rows}-row batches"
+        print(f"{label:<36} {off:6.3f} us/msg (gc off) {on:6.3f} us/msg (gc on)")
+        run = columnar_in_batches_of(rows)
+        off, on = per_message_us(run, n), per_message_us(run, n, gc_on=True)
+        label = f"columnar, {rows}-row batches"
         print(f"{label:<36} {off:6.3f} us/msg (gc off) {on:6.3f} us/msg (gc on)")
     del heap
 

@@ -11,6 +11,9 @@ offsets, its messages kept in offset order. Finished Arrow batches (about :data:
 overlaps with Spark consuming the previous one and memory stays bounded. When Spark stops early
 (a ``LIMIT``), closing the generator stops the thread.
 
+Replies stay bytes until a batch is built: :mod:`spark_connector._columns` turns them into
+columns without a MessageExt per message (the window and the tag re-check are applied there).
+
 Pull answers (protocol.md §3.3): FOUND continues at ``nextBeginOffset``; NO_MATCHED_MSG (all
 filtered) continues there too; NO_NEW_MSG means the queue ends before ``end`` (data loss:
 the queue shrank or was recreated);
@@ -44,15 +47,21 @@ from rocketmq_py.protocol import (
     decode_messages,
     from_ext_fields,
 )
+from spark_connector._columns import (
+    ReplyChunk,
+    chunks_to_batch,
+    chunks_to_messages,
+    last_queue_offset,
+    record_starts,
+)
 from spark_connector._errors import DataLossError
 from spark_connector._metadata import broker_addresses, route
 from spark_connector._options import ReadOptions
 from spark_connector._planning import QueueRange, RocketMQPartition
-from spark_connector._schema import messages_to_batch
 
 __all__ = ["BATCH_ROWS", "PIPELINE", "READER_GROUP", "iter_partition", "pull_range"]
 
-_Emit = Callable[[list[MessageExt]], Awaitable[None]]
+_Emit = Callable[[list[ReplyChunk]], Awaitable[None]]
 
 log = logging.getLogger("spark_connector")
 
@@ -93,9 +102,10 @@ async def pull_range(
 ) -> list[list[MessageExt]]:
     """Pull all of ``r`` from ``r.address``; the messages in chunks of about ``batch_rows`` (tests, benches)."""
     chunks: list[list[MessageExt]] = []
+    accept = MessageFilter(build_subscription_data(r.topic, options.sub_expression, sub_version=0))
 
-    async def emit(msgs: list[MessageExt]) -> None:
-        chunks.append(msgs)
+    async def emit(replies: list[ReplyChunk]) -> None:
+        chunks.append(chunks_to_messages(replies, accept))
 
     await _pull_pipelined(api, r, options, r.address, emit, batch_rows)
     return chunks
@@ -110,9 +120,9 @@ async def _pull(
     batch_rows: int,
 ) -> None:
     subscription = build_subscription_data(r.topic, options.sub_expression, sub_version=0)
-    accept = MessageFilter(subscription)
     offset, end = r.start, r.end
-    pending: list[MessageExt] = []
+    pending: list[ReplyChunk] = []
+    rows = 0
     while offset < end:
         header = PullMessageRequestHeader(
             consumer_group=READER_GROUP,
@@ -132,11 +142,21 @@ async def _pull(
         head = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)
         next_offset = head.next_begin_offset
         if reply.code == ResponseCode.SUCCESS:
-            msgs = decode_messages(reply.body)
-            kept = [m for m in msgs if offset <= m.queue_offset < end]
-            pending.extend(accept.filter_messages(kept) if not accept.accepts_all else kept)
-            if msgs:
-                next_offset = max(next_offset, msgs[-1].queue_offset + 1)
+            # Records are kept as bytes (turned into columns per batch, filtered there by
+            # [offset, end) and tags); a body whose records do not add up is decoded now, which
+            # raises MalformedMessage for what is malformed.
+            data = bytes(reply.body or b"")
+            chunk = ReplyChunk(data, record_starts(data), offset, end)
+            last = last_queue_offset(chunk)
+            if chunk.starts is None:
+                msgs = decode_messages(data)
+                rows += len(msgs)
+                last = msgs[-1].queue_offset if msgs else None
+            else:
+                rows += len(chunk.starts)
+            pending.append(chunk)
+            if last is not None:
+                next_offset = max(next_offset, last + 1)
         elif reply.code == ResponseCode.PULL_NOT_FOUND:
             if offset < end:
                 _lost(r, offset, head.max_offset, "the queue ends before the range does", options)
@@ -151,9 +171,9 @@ async def _pull(
         if next_offset <= offset:
             raise DataLossError(r.key, offset, next_offset, "the broker did not advance")
         offset = next_offset
-        if len(pending) >= batch_rows:
+        if rows >= batch_rows:
             await emit(pending)
-            pending = []
+            pending, rows = [], 0
     if pending:
         await emit(pending)
 
@@ -168,13 +188,14 @@ async def _pull_pipelined(
 ) -> None:
     """:func:`_pull` over windows of :data:`PIPELINE` segments of ``pullBatchSize`` offsets each."""
     size = options.pull_batch_size
-    pending: list[MessageExt] = []
+    pending: list[ReplyChunk] = []
+    rows = 0
     offset = r.start
     while offset < r.end:
         bounds = [
             (s, min(s + size, r.end)) for s in range(offset, min(r.end, offset + size * PIPELINE), size)
         ]
-        found: list[list[MessageExt]] = [[] for _ in bounds]
+        found: list[list[ReplyChunk]] = [[] for _ in bounds]
         errors: list[Exception | None] = [None] * len(bounds)
         async with trio.open_nursery() as nursery:
             for i, (start, end) in enumerate(bounds):
@@ -183,12 +204,13 @@ async def _pull_pipelined(
         for error in errors:
             if error is not None:
                 raise error  # the lowest segment's: what a lone pull loop would have met first
-        for msgs in found:
-            pending.extend(msgs)
+        for replies in found:
+            pending.extend(replies)
+            rows += sum(len(reply.starts) if reply.starts is not None else 1 for reply in replies)
         offset = bounds[-1][1]
-        if len(pending) >= batch_rows:
+        if rows >= batch_rows:
             await emit(pending)
-            pending = []
+            pending, rows = [], 0
     if pending:
         await emit(pending)
 
@@ -197,12 +219,12 @@ async def _segment(
     api: RemotingApi,
     piece: QueueRange,
     options: ReadOptions,
-    into: list[MessageExt],
+    into: list[ReplyChunk],
     errors: list[Exception | None],
     index: int,
 ) -> None:
-    async def keep(msgs: list[MessageExt]) -> None:
-        into.extend(msgs)
+    async def keep(replies: list[ReplyChunk]) -> None:
+        into.extend(replies)
 
     try:
         await _pull(api, piece, options, piece.address, keep, BATCH_ROWS)
@@ -249,9 +271,12 @@ async def _produce(
             if address is None:
                 raise DataLossError(r.key, r.start, r.start, f"broker {r.broker_name} is not in the route")
 
-            async def emit(msgs: list[MessageExt]) -> None:
-                batch = messages_to_batch(r.broker_name, msgs)
-                await trio.to_thread.run_sync(put, batch)
+            accept = MessageFilter(build_subscription_data(r.topic, options.sub_expression, sub_version=0))
+
+            async def emit(replies: list[ReplyChunk]) -> None:
+                batch = chunks_to_batch(r.broker_name, replies, accept)
+                if batch.num_rows:
+                    await trio.to_thread.run_sync(put, batch)
 
             async with limiter:
                 await _pull_pipelined(api, r, options, address, emit, BATCH_ROWS)

@@ -10,6 +10,7 @@ either consumer calls it the same way:
   ``consume_from_where`` resolved against the broker);
 - :func:`read_pull_reply`: a PULL_MESSAGE answer decoded and interpreted;
 - :func:`refresh_quietly`: a route refresh whose failure is only logged;
+- :func:`next_subscription`: a (re-)subscription whose version the broker takes as newer;
 - :func:`java_strategy_class` and :func:`process_queue_info`: the parts of GET_CONSUMER_RUNNING_INFO
   built the same way by both.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from dataclasses import dataclass
 from os import PathLike
 
@@ -41,11 +43,14 @@ from rocketmq_py.consumer._start_offset import StartFrom, compute_pull_from_wher
 from rocketmq_py.errors import RocketMQError, StateError
 from rocketmq_py.protocol import (
     ConsumeFromWhere,
+    ExpressionType,
     MessageExt,
     MessageQueue,
     ProcessQueueInfo,
     PullMessageResponseHeader,
     RemotingCommand,
+    SubscriptionData,
+    build_subscription_data,
     decode_messages,
     from_ext_fields,
 )
@@ -55,6 +60,7 @@ __all__ = [
     "allocate_topic",
     "find_consumer_ids",
     "java_strategy_class",
+    "next_subscription",
     "open_offset_store",
     "process_queue_info",
     "read_pull_reply",
@@ -208,6 +214,20 @@ def read_pull_reply(
             decode_messages(reply.body), result, msg_filter=msg_filter, queue_id=queue_id
         )
     return result, msgs
+
+
+def next_subscription(
+    old: SubscriptionData | None, topic: str, expression: str, kind: ExpressionType
+) -> SubscriptionData:
+    """The subscription to register for ``topic``; its version is the time in ms, above ``old``'s.
+
+    The broker keeps a registered subscription unless the new subVersion is greater, so two
+    subscribes within one millisecond still give strictly increasing versions.
+    """
+    version = time.time_ns() // 1_000_000
+    if old is not None and version <= old.sub_version:
+        version = old.sub_version + 1
+    return build_subscription_data(topic, expression, sub_version=version, expression_type=kind)
 
 
 async def refresh_quietly(routes: RouteService, topic: str) -> None:

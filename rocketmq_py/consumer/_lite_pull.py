@@ -6,7 +6,10 @@
   on NOTIFY_CONSUMER_IDS_CHANGED, each subscribed topic's readable queues are allocated among the
   group's client ids by the strategy (BROADCASTING: every queue). A revoked queue stops pulling,
   its buffered messages are discarded and its consumed offset is committed synchronously before
-  it is released. ``assign`` mode instead pulls exactly the queues given, with no rebalance;
+  it is released. A newly assigned queue reads its committed offset ``handoff_delay`` seconds
+  (default 1) after the rebalance began when the group has other members: the previous owner,
+  rebalancing on the same notification, has committed by then (as the push consumer does).
+  ``assign`` mode instead pulls exactly the queues given, with no rebalance;
 - one **pull task** per assigned queue: finds its start offset (the committed offset, else
   ``consume_from_where``), then long-polls the broker (PULL_MESSAGE with the subscription in the
   header, so ``assign`` needs no registered subscription) and appends what it finds to the
@@ -60,6 +63,7 @@ from rocketmq_py.consumer._flow import (
 from rocketmq_py.consumer._group_client import (
     allocate_topic,
     java_strategy_class,
+    next_subscription,
     open_offset_store,
     process_queue_info,
     read_pull_reply,
@@ -90,7 +94,6 @@ from rocketmq_py.protocol import (
     RemotingCommand,
     RequestCode,
     SubscriptionData,
-    build_subscription_data,
 )
 
 __all__ = ["LitePullConsumer"]
@@ -133,6 +136,8 @@ class LitePullConsumer:
         pull_threshold_size_for_queue_mib: the same in body MiB.
         consume_max_span: the same in offset span.
         offsets_dir: BROADCASTING: the local offset store's directory.
+        handoff_delay: ``subscribe`` mode with other members: seconds after a rebalance began
+            before a newly assigned queue reads its committed offset (0: at once, as Java).
     """
 
     def __init__(
@@ -153,6 +158,7 @@ class LitePullConsumer:
         consume_max_span: int = CONSUME_MAX_SPAN,
         rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
         offsets_dir: str | PathLike[str] | None = None,
+        handoff_delay: float = 1.0,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -180,6 +186,8 @@ class LitePullConsumer:
         self._buffer = LiteBuffer(self.flow_limits, pull_threshold_for_all)
         self.rebalance_interval = rebalance_interval
         self.offsets_dir = offsets_dir
+        self.handoff_delay = handoff_delay
+        self._round_started = 0.0
         self._mode: str | None = None  # "subscribe" or "assign"
         self._expressions: dict[str, tuple[str, ExpressionType]] = {}
         self._subscriptions: dict[str, SubscriptionData] = {}
@@ -234,9 +242,7 @@ class LitePullConsumer:
             self._apply_assignment()
 
     def _set_subscription(self, topic: str, expression: str, kind: ExpressionType) -> None:
-        sub = build_subscription_data(
-            topic, expression, sub_version=time.time_ns() // 1_000_000, expression_type=kind
-        )
+        sub = next_subscription(self._subscriptions.get(topic), topic, expression, kind)
         self._subscriptions[topic] = sub
         self._filters[topic] = MessageFilter(sub)
 
@@ -550,10 +556,10 @@ class LitePullConsumer:
         if state.mq not in self._queues:
             self.offsets.remove(state.mq)
 
-    def _add(self, mq: MessageQueue) -> None:
+    def _add(self, mq: MessageQueue, start_after: float | None = None) -> None:
         state = LiteQueue(mq)
         self._queues[mq] = state
-        self._running().start_soon(self._queue_task, state)
+        self._running().start_soon(self._queue_task, state, start_after)
 
     def _apply_assignment(self) -> None:
         """Start the assigned queues not pulled yet; release the others (committing in a task)."""
@@ -582,6 +588,7 @@ class LitePullConsumer:
         """Rebalance every subscribed topic now (``subscribe`` mode; errors are logged)."""
         if self._mode != "subscribe":
             return
+        self._round_started = trio.current_time()
         for topic in list(self._subscriptions):
             try:
                 await self._rebalance_topic(topic)
@@ -600,8 +607,10 @@ class LitePullConsumer:
         for state in revoked:
             await self._release(state)
         added = sort_queues(allocated - self._queues.keys())
+        handoff = not broadcasting and len(allocation.cid_all) > 1 and self.handoff_delay > 0
+        start_after = self._round_started + self.handoff_delay if handoff else None
         for mq in added:
-            self._add(mq)
+            self._add(mq, start_after)
         if revoked or added:
             log.info(
                 "%s: %s rebalanced (%s): %d queues, revoked %s, added %s",
@@ -615,8 +624,10 @@ class LitePullConsumer:
 
     # --- pulling -----------------------------------------------------------------------------
 
-    async def _queue_task(self, state: LiteQueue) -> None:
+    async def _queue_task(self, state: LiteQueue, start_after: float | None = None) -> None:
         with state.scope:
+            if start_after is not None:
+                await trio.sleep_until(start_after)  # the previous owner commits meanwhile
             while state.next_offset < 0:
                 try:
                     offset, stored = await start_offset(

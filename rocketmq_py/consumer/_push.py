@@ -89,6 +89,7 @@ from rocketmq_py.consumer._flow import (
 from rocketmq_py.consumer._group_client import (
     allocate_topic,
     java_strategy_class,
+    next_subscription,
     open_offset_store,
     process_queue_info,
     read_pull_reply,
@@ -136,7 +137,6 @@ from rocketmq_py.protocol import (
     RemotingCommand,
     RequestCode,
     SubscriptionData,
-    build_subscription_data,
 )
 
 __all__ = [
@@ -387,12 +387,7 @@ class PushConsumer:
             self._rebalance_now.set()
 
     def _set_subscription(self, topic: str, expression: str, kind: ExpressionType) -> None:
-        version = time.time_ns() // 1_000_000
-        old = self._subscriptions.get(topic)
-        if old is not None and version <= old.sub_version:
-            # The broker keeps a registered subscription unless the new subVersion is greater.
-            version = old.sub_version + 1
-        sub = build_subscription_data(topic, expression, sub_version=version, expression_type=kind)
+        sub = next_subscription(self._subscriptions.get(topic), topic, expression, kind)
         self._subscriptions[topic] = sub
         self._filters[topic] = MessageFilter(sub)
 

@@ -58,6 +58,7 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
         consume_max_span: int = CONSUME_MAX_SPAN,
         rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
         offsets_dir: str | PathLike[str] | None = None,
+        handoff_delay: float = 1.0,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -78,6 +79,7 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
                 consume_max_span=consume_max_span,
                 rebalance_interval=rebalance_interval,
                 offsets_dir=offsets_dir,
+                handoff_delay=handoff_delay,
                 config=config,
                 **client_options,
             )

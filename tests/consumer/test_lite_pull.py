@@ -462,3 +462,50 @@ async def test_auto_commit_sends_only_assigned_queues(
         await trio.sleep(12)
         assert committed_on(cluster, a1) == 3  # not overwritten by our auto-commits
         assert cluster.offset_updates(cluster.a, a1) == [(2, False)]
+
+
+async def test_newly_assigned_queue_reads_its_offset_after_the_handoff_delay(
+    cluster: Cluster, make_lite: MakeLite, autojump_clock: trio.testing.MockClock
+) -> None:
+    """With other members, the previous owner gets ``handoff_delay`` to commit before we read the offset."""
+    a0, a1, b0, b1 = cluster.queues()
+    cluster.answer_consumer_ids(OTHER, ME)  # ME sorts first: AVG gives it a0, a1
+
+    def queries(fb: Any) -> int:
+        return len(fb.requests(RequestCode.QUERY_CONSUMER_OFFSET))
+
+    async with make_lite(rebalance_interval=20) as consumer:
+        started = trio.current_time()
+        consumer.subscribe(cluster.topic, "*")
+        await cluster.wait_until(lambda: consumer.assignment() == {a0, a1})
+        await cluster.wait_until(lambda: queries(cluster.a) == 2)
+        assert trio.current_time() - started >= 1.0  # not before the delay
+        assert queries(cluster.b) == 0
+        cluster.answer_consumer_ids(ME)  # alone: b0, b1 too, read at once
+        await cluster.notify_ids_changed(cluster.a)
+        await cluster.wait_until(lambda: queries(cluster.b) == 2)
+        joined = trio.current_time()
+        assert consumer.assignment() == {a0, a1, b0, b1}
+        assert joined - started < 25
+
+
+async def test_handoff_delay_zero_reads_at_once(
+    cluster: Cluster, make_lite: MakeLite, autojump_clock: trio.testing.MockClock
+) -> None:
+    cluster.answer_consumer_ids(OTHER, ME)
+    async with make_lite(rebalance_interval=20, handoff_delay=0) as consumer:
+        started = trio.current_time()
+        consumer.subscribe(cluster.topic, "*")
+        await cluster.wait_until(lambda: len(cluster.a.requests(RequestCode.QUERY_CONSUMER_OFFSET)) == 2)
+        assert trio.current_time() - started < 1.0
+
+
+async def test_resubscribing_raises_the_sub_version_strictly(cluster: Cluster, make_lite: MakeLite) -> None:
+    """The broker keeps a registered subscription unless the new subVersion is greater."""
+    consumer = make_lite()
+    versions = []
+    for tag in ("TagA", "TagB", "TagC", "TagD"):  # within one millisecond of each other
+        consumer.subscribe(cluster.topic, tag)
+        versions.append(consumer._subscriptions[cluster.topic].sub_version)
+    assert versions == sorted(set(versions))
+    assert consumer._subscriptions[cluster.topic].tags_set == {"TagD"}

@@ -7,9 +7,10 @@ the Java client does. Messages at or past ``end`` are dropped, so a range stops 
 
 A partition is read by one ``trio.run`` in a helper thread: up to four ranges at a time, each
 with up to :data:`PIPELINE` pulls in flight over consecutive segments of ``pullBatchSize``
-offsets, its messages kept in offset order. Finished Arrow batches (about :data:`BATCH_ROWS` rows) pass to the Spark worker through a small bounded queue, so pulling the next batch
-overlaps with Spark consuming the previous one and memory stays bounded. When Spark stops early
-(a ``LIMIT``), closing the generator stops the thread.
+offsets, its messages kept in offset order. Finished Arrow batches (about :data:`BATCH_ROWS`
+rows) pass to the Spark worker through a small bounded queue, so pulling the next batch overlaps
+with Spark consuming the previous one and memory stays bounded. When Spark stops early (a
+``LIMIT``), closing the generator stops the thread.
 
 Replies stay bytes until a batch is built: :mod:`spark_connector._columns` turns them into
 columns without a MessageExt per message (the window and the tag re-check are applied there).
@@ -68,12 +69,12 @@ log = logging.getLogger("spark_connector")
 #: The consumer group named in pull requests. The broker needs one to serve a pull; no client
 #: registers in it and no offset is committed for it.
 READER_GROUP: Final = "SPARK_ROCKETMQ_READER"
-#: Rows gathered from one range before they become one Arrow batch. Decoded messages are
-#: GC-tracked objects: in batches of 4096 most of them live long enough to reach the oldest
-#: generation, and the full collections that follow walk the worker's whole heap; at 1024 they
-#: mostly die young and the batch's working set stays in cache (``benchmarks/spark_arrow.py``:
-#: decode + Arrow conversion about 30% cheaper per message than at 4096).
-BATCH_ROWS: Final = 1024
+#: Rows gathered from one range before they become one Arrow batch. Spark pays per batch (Arrow
+#: stream framing, JVM-side vector setup): ``benchmarks/spark_read.py`` read 4096-row batches at
+#: 0.80 / 0.88 of the raw client (medians of 3 rounds, two runs) against 0.76 / 0.76 at 1024 rows,
+#: although building one batch costs about 2.8 us/row at 4096 and 1.8 at 1024
+#: (``benchmarks/spark_arrow.py``). Memory: at most ``_QUEUE_DEPTH`` + 1 batches per partition.
+BATCH_ROWS: Final = 4096
 #: Finished batches waiting for Spark, per partition.
 _QUEUE_DEPTH: Final = 8
 #: Ranges of one partition pulled at the same time.

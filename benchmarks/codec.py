@@ -36,32 +36,36 @@ def _rate(func: Callable[[], object], seconds: float = 0.5) -> float:
     return number / min(timer.repeat(repeat=5, number=number))
 
 
+def stored_record(uniq: UniqKeyGenerator, i: int, *, tags: str, key: str) -> bytes:
+    """Message ``i`` as a broker stores it: a 128-byte body, the properties a broker stores."""
+    ext = MessageExt(
+        "BenchmarkTopic",
+        bytes((i + j) & 0xFF for j in range(BODY_SIZE)),
+        tags=tags,
+        keys=[key],
+        properties={
+            PropertyKey.UNIQ_KEY: uniq.next(),
+            PropertyKey.WAIT_STORE_MSG_OK: "true",
+            PropertyKey.CLUSTER: "DefaultCluster",
+            PropertyKey.MIN_OFFSET: "0",
+            PropertyKey.MAX_OFFSET: "1000032",
+        },
+        queue_id=3,
+        queue_offset=1_000_000 + i,
+        commit_log_offset=7_340_032 + 300 * i,
+        born_timestamp=1_760_000_000_000 + i,
+        born_host="192.168.1.20:53412",
+        store_timestamp=1_760_000_000_004 + i,
+        store_host="192.168.1.10:10911",
+    )
+    return encode_stored_message(ext)
+
+
 def _pull_body(uniq: UniqKeyGenerator) -> bytes:
     """A PULL_MESSAGE reply body: 32 messages, 128-byte bodies, the properties a broker stores."""
-    records = []
-    for i in range(MESSAGES_PER_PULL):
-        ext = MessageExt(
-            "BenchmarkTopic",
-            bytes((i + j) & 0xFF for j in range(BODY_SIZE)),
-            tags="TagA",
-            keys=[f"order-{100000 + i}"],
-            properties={
-                PropertyKey.UNIQ_KEY: uniq.next(),
-                PropertyKey.WAIT_STORE_MSG_OK: "true",
-                PropertyKey.CLUSTER: "DefaultCluster",
-                PropertyKey.MIN_OFFSET: "0",
-                PropertyKey.MAX_OFFSET: "1000032",
-            },
-            queue_id=3,
-            queue_offset=1_000_000 + i,
-            commit_log_offset=7_340_032 + 300 * i,
-            born_timestamp=1_760_000_000_000 + i,
-            born_host="192.168.1.20:53412",
-            store_timestamp=1_760_000_000_004 + i,
-            store_host="192.168.1.10:10911",
-        )
-        records.append(encode_stored_message(ext))
-    return b"".join(records)
+    return b"".join(
+        stored_record(uniq, i, tags="TagA", key=f"order-{100000 + i}") for i in range(MESSAGES_PER_PULL)
+    )
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ properties a broker stores), encoded with ``encode_stored_message``; one Arrow b
 
 - ``decode``: ``decode_messages`` of every reply body (MessageExt objects);
 - ``to_batch``: ``messages_to_batch`` of 4096 decoded messages (the Arrow conversion alone);
-- ``decode + to_batch``: both, what the reader did until the columnar path, in batches of 4096,
+- ``decode + to_batch``: both, what the reader did until the columnar path, in batches of 4096, 1024,
   ``BATCH_ROWS`` and 512 rows, with the cyclic garbage collector off (``timeit``'s default) and on,
   next to a heap of :data:`WORKER_HEAP` long-lived objects as in a Spark worker. Decoded messages
   are GC-tracked objects: the longer a batch keeps them alive, the more reach the oldest
@@ -24,17 +24,15 @@ import gc
 import timeit
 from collections.abc import Callable
 
+from codec import BODY_SIZE, MESSAGES_PER_PULL, stored_record
+
 from rocketmq_py.consumer._filter import MessageFilter
-from rocketmq_py.protocol import MessageExt, build_subscription_data, decode_messages
+from rocketmq_py.protocol import build_subscription_data, decode_messages
 from rocketmq_py.protocol._ids import UniqKeyGenerator
-from rocketmq_py.protocol._properties import PropertyKey
-from rocketmq_py.protocol._stored import encode_stored_message
 from spark_connector._columns import ReplyChunk, chunks_to_batch, record_starts
 from spark_connector._read import BATCH_ROWS
 from spark_connector._schema import messages_to_batch
 
-MESSAGES_PER_PULL = 32
-BODY_SIZE = 128
 BROKER = "broker-a"
 #: Long-lived objects standing in for a Spark worker's heap in the gc-on runs.
 WORKER_HEAP = 250_000
@@ -43,33 +41,13 @@ WORKER_HEAP = 250_000
 def pull_bodies(rows: int = BATCH_ROWS) -> list[bytes]:
     """``rows`` messages as reply bodies of :data:`MESSAGES_PER_PULL` stored messages each."""
     uniq = UniqKeyGenerator(ip="192.168.1.20", pid=4242, salt=0x1234ABCD)
-    bodies: list[bytes] = []
-    for first in range(0, rows, MESSAGES_PER_PULL):
-        records = []
-        for i in range(first, min(rows, first + MESSAGES_PER_PULL)):
-            ext = MessageExt(
-                "BenchmarkTopic",
-                bytes((i + j) & 0xFF for j in range(BODY_SIZE)),
-                tags=f"Tag{i % 4}",
-                keys=[f"k{1_000_000 + i}"],
-                properties={
-                    PropertyKey.UNIQ_KEY: uniq.next(),
-                    PropertyKey.WAIT_STORE_MSG_OK: "true",
-                    PropertyKey.CLUSTER: "DefaultCluster",
-                    PropertyKey.MIN_OFFSET: "0",
-                    PropertyKey.MAX_OFFSET: "1000032",
-                },
-                queue_id=3,
-                queue_offset=1_000_000 + i,
-                commit_log_offset=7_340_032 + 300 * i,
-                born_timestamp=1_760_000_000_000 + i,
-                born_host="192.168.1.20:53412",
-                store_timestamp=1_760_000_000_004 + i,
-                store_host="192.168.1.10:10911",
-            )
-            records.append(encode_stored_message(ext))
-        bodies.append(b"".join(records))
-    return bodies
+    return [
+        b"".join(
+            stored_record(uniq, i, tags=f"Tag{i % 4}", key=f"k{1_000_000 + i}")
+            for i in range(first, min(rows, first + MESSAGES_PER_PULL))
+        )
+        for first in range(0, rows, MESSAGES_PER_PULL)
+    ]
 
 
 def per_message_us(
@@ -131,7 +109,7 @@ def main() -> None:
     # full collection walks them, and how often one runs depends on how many of our objects survive.
     heap = [[i] for i in range(WORKER_HEAP)]
     gc.collect()  # now long-lived, in the oldest generation
-    for rows in sorted({4096, BATCH_ROWS, 512}, reverse=True):
+    for rows in sorted({4096, 1024, BATCH_ROWS, 512}, reverse=True):
         run = in_batches_of(rows)
         off, on = per_message_us(run, n), per_message_us(run, n, gc_on=True)
         label = f"decode + to_batch, {rows}-row batches"

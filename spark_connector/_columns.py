@@ -51,6 +51,11 @@ class ReplyChunk(NamedTuple):
     lo: int
     hi: int
 
+    @property
+    def rows(self) -> int:
+        """Records in the reply (0 when the walk did not add up: the general path decodes it)."""
+        return len(self.starts or ())
+
 
 _MIN_RECORD: Final = 91  # fixed part of an IPv4, magic v1 record + topic and properties lengths
 _TOTAL: Final = struct.Struct(">i")
@@ -163,13 +168,11 @@ def _hosts(raw: np.ndarray) -> pa.Array:
     return pa.array(names, pa.string()).take(pa.array(inverse.reshape(-1).astype(np.int32)))
 
 
-def _list_from_parents(n: int, parents: np.ndarray, values: pa.Array, type_: Any) -> pa.Array:
-    """A list array of ``n`` rows whose row ``parents[i]`` holds ``values[i]`` (parents ascending)."""
+def _offsets_from_parents(n: int, parents: np.ndarray) -> pa.Array:
+    """List offsets of ``n`` rows whose row ``parents[i]`` holds element ``i`` (parents ascending)."""
     offsets = np.zeros(n + 1, np.int32)
     np.cumsum(np.bincount(parents, minlength=n), out=offsets[1:])
-    if type_ == _MAP:
-        return pa.MapArray.from_arrays(pa.array(offsets), values[0], values[1]).cast(_MAP)
-    return pa.ListArray.from_arrays(pa.array(offsets), values).cast(type_)
+    return pa.array(offsets)
 
 
 def _properties(
@@ -208,7 +211,7 @@ def _properties(
             twice = len(np.unique(pairs)) != len(pairs)
         if twice:
             return None, []
-    properties = _list_from_parents(n, owners, (names, values), _MAP)
+    properties = pa.MapArray.from_arrays(_offsets_from_parents(n, owners), names, values).cast(_MAP)
     position = {name: i for i, name in enumerate(distinct.to_pylist())}
     found_values: list[pa.Array] = []
     for name in wanted:
@@ -227,7 +230,7 @@ def _columnar(broker_name: str, chunks: Sequence[ReplyChunk], accept: MessageFil
     """The batch built without MessageExt objects, or None when the general path must build it."""
     if any(chunk.starts is None for chunk in chunks):
         return None
-    n = sum(len(chunk.starts or ()) for chunk in chunks)
+    n = sum(chunk.rows for chunk in chunks)
     if n == 0:
         return empty_batch()
     data = b"".join(chunk.data for chunk in chunks)
@@ -287,8 +290,10 @@ def _columnar(broker_name: str, chunks: Sequence[ReplyChunk], accept: MessageFil
     key_parents = np.asarray(pc.list_parent_indices(split_keys))
     key_values = split_keys.flatten()
     nonempty = np.asarray(pc.greater(pc.binary_length(key_values), 0))
-    keys = _list_from_parents(n, key_parents[nonempty], key_values.filter(pa.array(nonempty)), _LIST)
+    key_offsets = _offsets_from_parents(n, key_parents[nonempty])
+    keys = pa.ListArray.from_arrays(key_offsets, key_values.filter(pa.array(nonempty))).cast(_LIST)
 
+    queue_offsets = _int(buf, pos + _QUEUE_OFFSET_AT, ">i8")
     store_raw = _gather(buf, pos + 64, 8)
     id_bytes = np.concatenate([store_raw, _gather(buf, pos + 28, 8)], axis=1)  # address + commit-log offset
     id_hex = _HEX[id_bytes].reshape(n, 32)
@@ -299,7 +304,7 @@ def _columnar(broker_name: str, chunks: Sequence[ReplyChunk], accept: MessageFil
         topics,
         pa.array([broker_name] * n, string),
         pa.array(_int(buf, pos + 12, ">i4"), pa.int32()),
-        pa.array(_int(buf, pos + 20, ">i8"), pa.int64()),
+        pa.array(queue_offsets, pa.int64()),
         pc.coalesce(uniq, offset_ids),
         offset_ids,
         tags,
@@ -315,7 +320,6 @@ def _columnar(broker_name: str, chunks: Sequence[ReplyChunk], accept: MessageFil
     ]
     batch = pa.RecordBatch.from_arrays(columns, schema=ARROW_SCHEMA)
 
-    queue_offsets = _int(buf, pos + 20, ">i8")
     lo = np.repeat(np.array(lo_list, np.int64), counts)
     hi = np.repeat(np.array(hi_list, np.int64), counts)
     mask = (queue_offsets >= lo) & (queue_offsets < hi)

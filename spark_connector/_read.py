@@ -151,10 +151,8 @@ async def _pull(
             last = last_queue_offset(chunk)
             if chunk.starts is None:
                 msgs = decode_messages(data)
-                rows += len(msgs)
                 last = msgs[-1].queue_offset if msgs else None
-            else:
-                rows += len(chunk.starts)
+            rows += chunk.rows
             pending.append(chunk)
             if last is not None:
                 next_offset = max(next_offset, last + 1)
@@ -207,7 +205,7 @@ async def _pull_pipelined(
                 raise error  # the lowest segment's: what a lone pull loop would have met first
         for replies in found:
             pending.extend(replies)
-            rows += sum(len(reply.starts) if reply.starts is not None else 1 for reply in replies)
+            rows += sum(reply.rows for reply in replies)
         offset = bounds[-1][1]
         if rows >= batch_rows:
             await emit(pending)

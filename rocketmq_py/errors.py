@@ -16,6 +16,7 @@ Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
     ├── TransportError                the connection, not the broker, failed
     │   ├── RequestTimeout            no reply within the call's deadline
     │   └── ConnectionFailed          connect refused/reset/closed, incl. mid-request
+    │       └── TlsMismatch           TLS on one side, plaintext on the other (most probably)
     ├── BrokerError                   the broker or NameServer answered with a non-success code
     │   └── one subclass per response code (registry: :func:`broker_error_for`)
     ├── ClientError                   the caller asked for something invalid (no I/O happened)
@@ -64,6 +65,7 @@ __all__ = [
     "RocketMQError",
     "RouteNotFound",
     "StateError",
+    "TlsMismatch",
     "TransportError",
     "UnknownSerializeType",
     "broker_error_class",
@@ -131,6 +133,16 @@ class RequestTimeout(TransportError):
 
 class ConnectionFailed(TransportError):
     """Connecting failed, or the connection closed while a request was pending."""
+
+
+class TlsMismatch(ConnectionFailed):
+    """The connection failed the way a TLS/plaintext mismatch makes it fail.
+
+    Raised when a TLS handshake ends because the server closed the connection or answered
+    without TLS ("is the server plaintext?"), and when a plaintext server closes the connection
+    right after our first request without a byte in reply, or answers with TLS records ("does
+    the server require TLS?"). The message names the address and what was seen.
+    """
 
 
 # --- broker answers ------------------------------------------------------------------------------

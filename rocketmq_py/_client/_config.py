@@ -9,6 +9,7 @@ import ssl
 import time
 from dataclasses import dataclass, field
 
+from rocketmq_py._transport import DEFAULT_CLOSE_ON_TIMEOUT
 from rocketmq_py.errors import ClientError
 from rocketmq_py.protocol import SerializeType
 
@@ -91,6 +92,10 @@ class ClientConfig:
         serialize_type: header encoding of our requests (JSON, like Java's default).
         access_key, secret_key, security_token: ACL credentials (requests are signed when set).
         ssl_context: TLS for every connection.
+        close_connection_on_timeout: a call that times out while nothing at all arrives on its
+            connection closes that connection (its other calls fail with ConnectionFailed, the
+            next call reconnects) instead of reusing a dead one; Java's
+            ``clientCloseSocketIfTimeout`` (on by default; Java closes on every timeout).
     """
 
     namesrv: str | None = None
@@ -104,6 +109,7 @@ class ClientConfig:
     secret_key: str | None = None
     security_token: str | None = None
     ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
+    close_connection_on_timeout: bool = DEFAULT_CLOSE_ON_TIMEOUT
 
     def namesrv_addrs(self) -> list[str]:
         return parse_namesrv_addrs(self.namesrv or os.environ.get("ROCKETMQ_NAMESRV", ""))

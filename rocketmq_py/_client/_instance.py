@@ -111,6 +111,7 @@ class ClientInstance:
                     hooks=self._hooks(),
                     serialize_type=self.config.serialize_type,
                     handlers=self._handlers,
+                    close_on_timeout=self.config.close_connection_on_timeout,
                 )
             )
             self._nursery = await stack.enter_async_context(open_service_nursery())

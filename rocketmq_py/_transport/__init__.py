@@ -5,6 +5,7 @@ command means is the business of :mod:`rocketmq_py.protocol` and the layers abov
 """
 
 from rocketmq_py._transport._connection import Connection, ConnectionStatistics, RequestHandler
+from rocketmq_py._transport._diagnosis import DEFAULT_CLOSE_ON_TIMEOUT
 from rocketmq_py._transport._hooks import AclRPCHook, RPCHook, acl_signature
 from rocketmq_py._transport._open import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -15,6 +16,7 @@ from rocketmq_py._transport._open import (
 from rocketmq_py._transport._pool import ConnectionPool, PoolStatistics
 
 __all__ = [
+    "DEFAULT_CLOSE_ON_TIMEOUT",
     "DEFAULT_CONNECT_TIMEOUT",
     "AclRPCHook",
     "Connection",

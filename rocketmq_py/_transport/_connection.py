@@ -5,14 +5,14 @@ Tasks and ownership::
     owner nursery (ConnectionPool, open_connection, or the caller's)
     └── Connection.serve              one per connection; owns the stream
         ├── reader loop               receive_some(256 KiB) -> FrameBuffer -> route each frame
-        └── handler nursery           one task per request the broker sends us
+        └── handler nursery           the writer task, and one task per request the broker sends us
 
 - **Our requests.** :meth:`Connection.request` gives the command a fresh ``opaque``, registers a
   one-shot slot under it, writes the frame and waits for the slot under ``trio.fail_after``. The
   reader fills the slot when a response with that ``opaque`` arrives; a response nobody waits for
   (its caller timed out) is dropped.
-- **Writes** are serialised by a lock and coalesced: frames queued while another task is writing
-  go out together in that task's next ``send_all``.
+- **Writes** go through one writer task (:class:`~rocketmq_py._transport._writer.FrameWriter`):
+  frames queued while it is writing go out together in its next ``send_all``.
 - **Broker -> client requests** go to the ``handlers`` registry, each in its own task so that a
   slow handler never stalls the reader. Oneway requests get no answer; others get the handler's
   response, ``REQUEST_CODE_NOT_SUPPORTED`` for a code with no handler, or ``SYSTEM_ERROR`` when the
@@ -21,7 +21,10 @@ Tasks and ownership::
   fails at once with :class:`ConnectionFailed` (the codec's :class:`ProtocolError` or the OS error
   as ``__cause__``), and every later call fails the same way immediately (with :class:`StateError`
   instead once the client closed the connection itself). trio and OS exceptions become ours in
-  one place, :func:`~rocketmq_py._transport._io.translate_io_errors`.
+  one place, :func:`~rocketmq_py._transport._io.translate_io_errors`. A failure that looks like
+  a TLS server refusing plaintext is :class:`TlsMismatch` (:mod:`._diagnosis`).
+- **Close on timeout.** A call that times out while not a byte arrives on the connection closes
+  it (Java ``clientCloseSocketIfTimeout``; the rule is in :mod:`._diagnosis`).
 """
 
 from __future__ import annotations
@@ -35,9 +38,22 @@ from typing import Final, NoReturn
 
 import trio
 
+from rocketmq_py._transport._diagnosis import (
+    DEFAULT_CLOSE_ON_TIMEOUT,
+    closes_on_timeout,
+    plaintext_mismatch_hint,
+)
 from rocketmq_py._transport._hooks import RPCHook
 from rocketmq_py._transport._io import translate_io_errors
-from rocketmq_py.errors import ClientError, ConnectionFailed, ProtocolError, RequestTimeout, StateError
+from rocketmq_py._transport._writer import FrameWriter
+from rocketmq_py.errors import (
+    ClientError,
+    ConnectionFailed,
+    ProtocolError,
+    RequestTimeout,
+    StateError,
+    TlsMismatch,
+)
 from rocketmq_py.protocol._codes import (
     FLAG_ONEWAY,
     FLAG_RESPONSE,
@@ -94,16 +110,6 @@ class _Slot:
         self.response: RemotingCommand | None = None
 
 
-class _Flush:
-    """One write of the writer task: set when its bytes are on the stream (or will never be)."""
-
-    __slots__ = ("done", "written")
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.written = False
-
-
 def _code_name(code: int) -> str:
     try:
         return f"{RequestCode(code).name}({code})"
@@ -128,6 +134,8 @@ class Connection:
             so a mapping filled later works. A handler returns the response (its opaque and
             RESPONSE flag are set for it) or ``None``, which answers ``SYSTEM_ERROR``.
         max_frame_size: largest frame accepted from the peer.
+        close_on_timeout: close the connection when a call times out with nothing received on
+            it meanwhile (:func:`~rocketmq_py._transport._diagnosis.closes_on_timeout`).
     """
 
     def __init__(
@@ -139,6 +147,7 @@ class Connection:
         serialize_type: SerializeType = SerializeType.JSON,
         handlers: Mapping[int, RequestHandler] | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        close_on_timeout: bool = DEFAULT_CLOSE_ON_TIMEOUT,
     ) -> None:
         self._stream = stream
         self._address = address
@@ -148,19 +157,20 @@ class Connection:
         self._max_frame_size = max_frame_size
         self._next_opaque = 0
         self._pending: dict[int, _Slot] = {}
-        # Frames waiting for the writer task, and the flush they will be part of.
-        self._outbox: list[bytes] = []
-        self._outbox_frames = 0
-        self._flush = _Flush()
-        self._writer_wakeup = trio.Event()
+        self._writer = FrameWriter(stream, address)
         self._serve_scope = trio.CancelScope()
         self._handler_nursery: trio.Nursery | None = None
         self._closed_reason: str | None = None
         self._closed_cause: BaseException | None = None
         self._closed_by_client = False
+        self._closed_error: type[ConnectionFailed] = ConnectionFailed
+        self._close_on_timeout = close_on_timeout
+        self._tls = isinstance(stream, trio.SSLStream)
         self._running_handlers = 0
-        self._frames_sent = 0
         self._frames_received = 0
+        # Bytes read so far: a call that timed out compares it with the count when it started.
+        self._bytes_received = 0
+        self._first_bytes = b""
 
     def __repr__(self) -> str:
         state = "closed" if self.is_closed else "open"
@@ -176,13 +186,23 @@ class Connection:
         """True once the connection dropped or was closed; calls then fail at once."""
         return self._closed_reason is not None
 
+    @property
+    def is_idle(self) -> bool:
+        """True when open with no call waiting, nothing queued to write and no handler running."""
+        return (
+            self._closed_reason is None
+            and not self._pending
+            and not self._writer.busy
+            and not self._running_handlers
+        )
+
     def statistics(self) -> ConnectionStatistics:
         """Return a snapshot of the connection's counters."""
         return ConnectionStatistics(
             address=self._address,
             pending_requests=len(self._pending),
             running_handlers=self._running_handlers,
-            frames_sent=self._frames_sent,
+            frames_sent=self._writer.frames_sent,
             frames_received=self._frames_received,
             closed=self.is_closed,
         )
@@ -222,18 +242,27 @@ class Connection:
             if timeout == math.inf:
                 await slot.done.wait()
             else:
+                received_before = self._bytes_received
                 # A bare CancelScope: what fail_after does, without its generator wrapper (hot path).
                 scope = trio.CancelScope(deadline=trio.current_time() + timeout)
                 with scope:
                     await slot.done.wait()
                 if scope.cancelled_caught:
-                    self._take_back(data)
-                    raise RequestTimeout(
+                    self._writer.take_back(data)
+                    what = (
                         f"no response to {_code_name(command.code)} (opaque {opaque}) from {self._address}"
                         f" within {timeout:g} s"
                     )
+                    if self._closed_reason is None and closes_on_timeout(
+                        enabled=self._close_on_timeout,
+                        waited=timeout,
+                        received_meanwhile=self._bytes_received != received_before,
+                    ):
+                        self._close(f"connection to {self._address} closed: {what}, nothing received", None)
+                        what += "; nothing else arrived either, so the connection was closed"
+                    raise RequestTimeout(what)
         except BaseException:
-            self._take_back(data)
+            self._writer.take_back(data)
             raise
         finally:
             self._pending.pop(opaque, None)
@@ -294,65 +323,21 @@ class Connection:
             command = hook.before_request(command)
         return command
 
-    def _enqueue(self, data: bytes, frames: int) -> _Flush:
-        """Queue whole frames for the writer task; returns the flush they will go out with."""
+    def _enqueue(self, data: bytes, frames: int) -> None:
+        """Queue whole frames for the writer task (see :class:`FrameWriter`)."""
         if self._closed_reason is not None:
             self._raise_closed()
-        self._outbox.append(data)
-        self._outbox_frames += frames
-        self._writer_wakeup.set()
-        return self._flush
-
-    def _take_back(self, data: bytes) -> None:
-        """Withdraw a queued frame the writer has not taken yet (its caller gave up)."""
-        for index, queued in enumerate(self._outbox):
-            if queued is data:
-                del self._outbox[index]
-                self._outbox_frames -= 1
-                return
+        self._writer.enqueue(data, frames)
 
     async def _write(self, data: bytes, frames: int = 1) -> None:
-        """Write ``data`` (whole frames) and return once it is on the stream.
-
-        The bytes go out with whatever other tasks queued meanwhile, in one write.
-        """
-        flush = self._enqueue(data, frames)
-        try:
-            await flush.done.wait()
-        except BaseException:
-            self._take_back(data)
-            raise
-        if not flush.written:
+        """Write ``data`` (whole frames), with whatever other tasks queued meanwhile, in one write."""
+        if self._closed_reason is not None:
+            self._raise_closed()
+        if not await self._writer.write(data, frames):
             self._raise_closed()
 
-    async def _write_loop(self) -> None:
-        """The only task that writes: one ``send_all`` for every frame queued since the last one.
-
-        Requests only queue their frame and wait for the response, so a burst of calls from many
-        tasks costs one system call, and no caller's cancellation can cut a write in half.
-        """
-        stream = self._stream
-        while True:
-            await self._writer_wakeup.wait()
-            # Let the other tasks made runnable with us queue their frames first.
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            self._writer_wakeup = trio.Event()
-            if not self._outbox:
-                continue
-            outbox, self._outbox = self._outbox, []
-            frames, self._outbox_frames = self._outbox_frames, 0
-            flush, self._flush = self._flush, _Flush()
-            chunk = outbox[0] if len(outbox) == 1 else b"".join(outbox)
-            try:
-                with translate_io_errors(f"writing to {self._address} failed"):
-                    await stream.send_all(chunk)
-            except ConnectionFailed as exc:
-                self._close(str(exc), exc.__cause__)
-                flush.done.set()
-                return
-            self._frames_sent += frames
-            flush.written = True
-            flush.done.set()
+    def _on_write_error(self, error: ConnectionFailed) -> None:
+        self._fail(str(error), error.__cause__, peer_closed=True)
 
     async def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
         if response.opaque != request.opaque or not response.is_response:
@@ -368,6 +353,24 @@ class Connection:
 
     # --- internals: failure --------------------------------------------------------------------
 
+    def _fail(self, reason: str, cause: BaseException | None, *, peer_closed: bool) -> None:
+        """Close after an I/O or protocol failure, as TlsMismatch when it looks like one."""
+        if self._closed_reason is not None:
+            return
+        hint = None
+        if not self._tls:
+            first_write = self._writer.first_write_at
+            hint = plaintext_mismatch_hint(
+                first_bytes=self._first_bytes,
+                bytes_received=self._bytes_received,
+                since_first_write=None if first_write is None else trio.current_time() - first_write,
+                peer_closed=peer_closed,
+            )
+        if hint is not None:
+            self._closed_error = TlsMismatch
+            reason = f"{reason} ({hint})"
+        self._close(reason, cause)
+
     def _close(self, reason: str, cause: BaseException | None) -> None:
         """Mark the connection closed (first reason wins), fail every pending call, stop the reader."""
         if self._closed_reason is not None:
@@ -376,9 +379,7 @@ class Connection:
         self._closed_cause = cause
         pending = list(self._pending.values())
         self._pending.clear()
-        self._outbox.clear()
-        self._outbox_frames = 0
-        self._flush.done.set()  # not written: waiters raise ConnectionFailed
+        self._writer.fail()  # not written: waiters raise ConnectionFailed
         for slot in pending:
             slot.done.set()  # with no response: the waiter raises ConnectionFailed
         self._serve_scope.cancel()
@@ -392,7 +393,7 @@ class Connection:
         if new_call and self._closed_by_client:
             raise StateError(f"connection to {self._address} was closed by the client")
         # A fresh exception per caller: tasks must not share (and re-raise) one instance.
-        error = ConnectionFailed(self._closed_reason or f"connection to {self._address} is closed")
+        error = self._closed_error(self._closed_reason or f"connection to {self._address} is closed")
         raise error from self._closed_cause
 
     # --- internals: reading --------------------------------------------------------------------
@@ -409,14 +410,15 @@ class Connection:
             with self._serve_scope:
                 async with trio.open_nursery() as handler_nursery:
                     self._handler_nursery = handler_nursery
-                    handler_nursery.start_soon(self._write_loop)
+                    handler_nursery.start_soon(self._writer.run, self._on_write_error)
                     task_status.started(self)
                     try:
                         await self._read_loop()
                     except ConnectionFailed as exc:
-                        self._close(str(exc), exc.__cause__)
+                        self._fail(str(exc), exc.__cause__, peer_closed=True)
                     except ProtocolError as exc:
-                        self._close(f"{self._address} sent bytes we cannot decode: {exc}", exc)
+                        reason = f"{self._address} sent bytes we cannot decode: {exc}"
+                        self._fail(reason, exc, peer_closed=False)
                     finally:
                         # In-flight handlers can no longer answer.
                         handler_nursery.cancel_scope.cancel()
@@ -433,6 +435,9 @@ class Connection:
             if not data:
                 frames.eof()  # raises if the peer stopped mid-frame
                 raise ConnectionFailed(f"connection to {self._address} was closed by the peer")
+            if len(self._first_bytes) < 2:
+                self._first_bytes = (self._first_bytes + data)[:2]
+            self._bytes_received += len(data)
             for command in frames.feed(data):
                 self._frames_received += 1
                 if command.is_response:

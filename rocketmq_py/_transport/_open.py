@@ -3,11 +3,18 @@
 :func:`start_connection` connects *inside* the task it starts in the caller's nursery, so a connect
 error comes straight out of ``nursery.start`` and a connected reader is owned by that nursery
 from the first byte; :func:`open_connection` wraps it in an ``async with`` of its own.
+
+Every TCP socket gets keepalive probes (:data:`KEEPALIVE_IDLE` and friends, where the OS has the
+options), so a peer that vanished (host down, network cut) is noticed on an idle connection in
+about a minute. A TLS handshake that fails because the server closed the connection or answered
+without TLS raises :class:`TlsMismatch` ("is the server plaintext?").
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import socket
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -16,6 +23,7 @@ from typing import Final
 import trio
 
 from rocketmq_py._transport._connection import Connection, RequestHandler
+from rocketmq_py._transport._diagnosis import DEFAULT_CLOSE_ON_TIMEOUT, handshake_error
 from rocketmq_py._transport._hooks import RPCHook
 from rocketmq_py._transport._io import translate_io_errors
 from rocketmq_py._transport._nursery import open_service_nursery
@@ -23,11 +31,33 @@ from rocketmq_py.errors import ClientError, ConnectionFailed
 from rocketmq_py.protocol._codes import SerializeType
 from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT", "open_connection", "parse_address", "start_connection"]
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "KEEPALIVE_COUNT",
+    "KEEPALIVE_IDLE",
+    "KEEPALIVE_INTERVAL",
+    "open_connection",
+    "open_stream",
+    "parse_address",
+    "start_connection",
+]
 
 #: Connect (TCP + TLS handshake) deadline in seconds; Java ``NettyClientConfig.connectTimeoutMillis``
 #: is 3000 ms.
 DEFAULT_CONNECT_TIMEOUT: Final = 3.0
+
+logger = logging.getLogger("rocketmq_py.transport")
+
+# TCP keepalive. Java's client turns SO_KEEPALIVE off and closes a channel idle for 120 s
+# (clientChannelMaxIdleTimeSeconds); we keep idle connections and let the kernel probe them
+# instead: a silent peer is declared dead after KEEPALIVE_IDLE + KEEPALIVE_COUNT *
+# KEEPALIVE_INTERVAL = 60 s (Linux defaults: 7200 s, 9 probes 75 s apart, over two hours).
+#: Seconds of silence before the first probe (``TCP_KEEPIDLE``; ``TCP_KEEPALIVE`` on macOS).
+KEEPALIVE_IDLE: Final = 30
+#: Seconds between unanswered probes (``TCP_KEEPINTVL``).
+KEEPALIVE_INTERVAL: Final = 10
+#: Unanswered probes before the kernel drops the connection (``TCP_KEEPCNT``).
+KEEPALIVE_COUNT: Final = 3
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -44,25 +74,64 @@ def parse_address(address: str) -> tuple[str, int]:
     return host, int(port_text)
 
 
-async def _open_stream(
+def set_keepalive(stream: trio.SocketStream) -> None:
+    """Turn on TCP keepalive with our probe settings (each option only where the OS has it).
+
+    Best effort: an option the OS refuses is logged and skipped, never fatal to the connection.
+    """
+    # macOS calls the idle time TCP_KEEPALIVE; Linux and the BSDs call it TCP_KEEPIDLE.
+    idle = getattr(socket, "TCP_KEEPIDLE", None) or getattr(socket, "TCP_KEEPALIVE", None)
+    for level, option, value in (
+        (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+        (socket.IPPROTO_TCP, idle, KEEPALIVE_IDLE),
+        (socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPINTVL", None), KEEPALIVE_INTERVAL),
+        (socket.IPPROTO_TCP, getattr(socket, "TCP_KEEPCNT", None), KEEPALIVE_COUNT),
+    ):
+        if option is None:
+            continue
+        try:
+            stream.setsockopt(level, option, value)
+        except OSError as exc:
+            logger.debug("could not set socket option %d to %d: %s", option, value, exc)
+
+
+async def open_stream(
     address: str, ssl_context: ssl.SSLContext | None, connect_timeout: float
 ) -> trio.abc.Stream:
+    """Connect to ``address`` (TCP with keepalive, then TLS when ``ssl_context`` is given).
+
+    Raises:
+        TlsMismatch: the TLS handshake failed because the server does not seem to speak TLS.
+        ConnectionFailed: connect refused or timed out, name resolution or TLS handshake failed.
+        ClientError: ``address`` is not ``host:port``.
+    """
     host, port = parse_address(address)
-    with trio.move_on_after(connect_timeout) as scope:
+    tcp: trio.SocketStream | None = None
+    with trio.move_on_after(connect_timeout):
         with translate_io_errors(f"connecting to {address} failed"):
             tcp = await trio.open_tcp_stream(host, port)
+        set_keepalive(tcp)
         if ssl_context is None:
             return tcp
         tls = trio.SSLStream(tcp, ssl_context, server_hostname=host)
         try:
             with translate_io_errors(f"TLS handshake with {address} failed"):
                 await tls.do_handshake()
+        except ConnectionFailed as exc:
+            await trio.aclose_forcefully(tls)
+            error = handshake_error(address, exc)
+            raise error from error.__cause__
         except BaseException:
             await trio.aclose_forcefully(tls)
             raise
         return tls
-    assert scope.cancelled_caught
-    raise ConnectionFailed(f"connecting to {address} timed out after {connect_timeout:g} s")
+    if tcp is None:
+        raise ConnectionFailed(f"connecting to {address} timed out after {connect_timeout:g} s")
+    await trio.aclose_forcefully(tcp)
+    raise ConnectionFailed(
+        f"TLS handshake with {address} timed out after {connect_timeout:g} s: the server is not"
+        " answering, or is plaintext and waiting for more bytes"
+    )
 
 
 async def _run_connection(
@@ -73,7 +142,7 @@ async def _run_connection(
     task_status: trio.TaskStatus[Connection] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     # Connect inside the started task, so that connect errors come out of nursery.start().
-    stream = await _open_stream(address, ssl_context, connect_timeout)
+    stream = await open_stream(address, ssl_context, connect_timeout)
     await make(stream).serve(task_status=task_status)
 
 
@@ -87,6 +156,7 @@ async def start_connection(
     handlers: Mapping[int, RequestHandler] | None = None,
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    close_on_timeout: bool = DEFAULT_CLOSE_ON_TIMEOUT,
 ) -> Connection:
     """Connect to ``address`` and run the connection's reader task in ``nursery``.
 
@@ -103,11 +173,14 @@ async def start_connection(
             so a mapping filled later works.
         max_frame_size: largest frame accepted from the peer.
         connect_timeout: seconds for TCP connect plus TLS handshake.
+        close_on_timeout: a call that times out with nothing received meanwhile closes the
+            connection (see :class:`Connection`).
 
     Returns:
         The open connection.
 
     Raises:
+        TlsMismatch: the TLS handshake failed because the server does not seem to speak TLS.
         ConnectionFailed: connect refused or timed out, name resolution or TLS handshake failed.
         ClientError: ``address`` is not ``host:port``.
     """
@@ -118,6 +191,7 @@ async def start_connection(
         serialize_type=serialize_type,
         handlers=handlers,
         max_frame_size=max_frame_size,
+        close_on_timeout=close_on_timeout,
     )
     runner = functools.partial(_run_connection, address, ssl_context, connect_timeout, make)
     connection: Connection = await nursery.start(runner)
@@ -134,6 +208,7 @@ async def open_connection(
     handlers: Mapping[int, RequestHandler] | None = None,
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    close_on_timeout: bool = DEFAULT_CLOSE_ON_TIMEOUT,
 ) -> AsyncIterator[Connection]:
     """Open a connection for the duration of an ``async with`` block.
 
@@ -153,6 +228,7 @@ async def open_connection(
             handlers=handlers,
             max_frame_size=max_frame_size,
             connect_timeout=connect_timeout,
+            close_on_timeout=close_on_timeout,
         )
         try:
             yield connection

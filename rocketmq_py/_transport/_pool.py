@@ -7,8 +7,10 @@
 - nothing, or a connection that closed   -> this task connects (and the closed one is dropped).
 
 So many tasks asking for the same address at once cause one connect, and a connection that
-dropped is replaced the next time someone needs it. A failed connect fails every task that was
-waiting for it (with its own ``ConnectionFailed``) rather than letting each retry in turn.
+dropped (or closed itself after a timed-out call on a silent peer) is replaced the next time
+someone needs it. A failed connect fails every task that was waiting for it (with its own
+``ConnectionFailed`` of the same class) rather than letting each retry in turn.
+:meth:`ConnectionPool.close_idle` drops connections to addresses the client no longer uses.
 
 Every connection's reader runs in the pool's nursery: ``async with ConnectionPool() as pool``.
 """
@@ -25,6 +27,7 @@ from typing import Self
 import trio
 
 from rocketmq_py._transport._connection import Connection, RequestHandler
+from rocketmq_py._transport._diagnosis import DEFAULT_CLOSE_ON_TIMEOUT
 from rocketmq_py._transport._hooks import RPCHook
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py._transport._open import DEFAULT_CONNECT_TIMEOUT, start_connection
@@ -73,6 +76,8 @@ class ConnectionPool:
         handlers: request code -> handler for requests brokers send us (shared by all connections).
         max_frame_size: largest frame accepted from a peer.
         connect_timeout: seconds for TCP connect plus TLS handshake.
+        close_on_timeout: a call that times out with nothing received meanwhile closes its
+            connection, and the next call reconnects (see :class:`Connection`).
     """
 
     def __init__(
@@ -84,6 +89,7 @@ class ConnectionPool:
         handlers: Mapping[int, RequestHandler] | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        close_on_timeout: bool = DEFAULT_CLOSE_ON_TIMEOUT,
     ) -> None:
         self._ssl_context = ssl_context
         self._hooks = tuple(hooks)
@@ -91,6 +97,7 @@ class ConnectionPool:
         self._handlers = handlers
         self._max_frame_size = max_frame_size
         self._connect_timeout = connect_timeout
+        self._close_on_timeout = close_on_timeout
         self._connections: dict[str, Connection] = {}
         self._connecting: dict[str, _Connecting] = {}
         self._nursery: trio.Nursery | None = None
@@ -160,7 +167,7 @@ class ConnectionPool:
                 return await self._connect(address, attempt)
             await attempt.done.wait()
             if attempt.error is not None:
-                error = ConnectionFailed(str(attempt.error))
+                error = type(attempt.error)(str(attempt.error))
                 raise error from attempt.error.__cause__
             # Connected (or the connecting task was cancelled): decide again.
 
@@ -207,6 +214,25 @@ class ConnectionPool:
         connection = await self.get(address)
         await connection.oneway(command)
 
+    async def close_idle(self, addresses: Iterable[str]) -> list[str]:
+        """Close the connections to ``addresses`` that have no call or handler in flight.
+
+        A busy connection is left alone (closing it would fail its calls); the next call to a
+        closed address connects again.
+
+        Returns:
+            The addresses whose connection was closed.
+        """
+        closed: list[str] = []
+        for address in addresses:
+            connection = self._connections.get(address)
+            if connection is None or not connection.is_idle:
+                continue
+            del self._connections[address]
+            closed.append(address)
+            await connection.aclose()
+        return closed
+
     async def aclose(self) -> None:
         """Close every connection; later calls raise StateError. Idempotent."""
         self._closed = True
@@ -248,6 +274,7 @@ class ConnectionPool:
                 handlers=self._handlers,
                 max_frame_size=self._max_frame_size,
                 connect_timeout=self._connect_timeout,
+                close_on_timeout=self._close_on_timeout,
             )
         except ConnectionFailed as exc:
             attempt.error = exc

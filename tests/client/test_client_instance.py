@@ -12,7 +12,7 @@ import trio.testing
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
-from rocketmq_py.errors import RouteNotFound
+from rocketmq_py.errors import RequestTimeout, RouteNotFound
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.protocol import (
     HeartbeatData,
@@ -255,3 +255,23 @@ async def test_an_uncaught_send_error_leaves_the_block_as_raised(cluster: Cluste
 
     with pytest.raises(RouteNotFound, match="NoSuchTopic"):
         await send_to_unknown_topic()
+
+
+# --- connections -----------------------------------------------------------------------------------
+
+STUCK = 9002  # a code the tests make a broker never answer
+
+
+@pytest.mark.parametrize("close", [True, False])
+async def test_close_connection_on_timeout_comes_from_the_config(
+    cluster: Cluster, close: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    cluster.a.on_reply(STUCK)
+    cluster.a.never_reply(STUCK)
+    config = ClientConfig(namesrv=cluster.namesrv.address, close_connection_on_timeout=close)
+    assert ClientConfig().close_connection_on_timeout  # Java's clientCloseSocketIfTimeout: on
+    async with ClientInstance(config) as client:
+        with pytest.raises(RequestTimeout):
+            await client.api.call(cluster.a.address, STUCK, timeout=1.0)
+        await client.api.heartbeat(cluster.a.address, client.heartbeat_data())
+    assert cluster.a.accepted == (2 if close else 1)  # closed: the next call reconnected

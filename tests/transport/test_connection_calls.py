@@ -65,7 +65,9 @@ async def test_timeout_raises_and_late_response_is_dropped(
     fake_broker: FakeBroker, autojump_clock: object
 ) -> None:
     fake_broker.delay(ECHO, 5)
-    async with open_connection(fake_broker.address) as conn:
+    # Kept open after the timeout (by default a timeout on a silent connection closes it:
+    # test_close_on_timeout.py), so the late response arrives and must be dropped.
+    async with open_connection(fake_broker.address, close_on_timeout=False) as conn:
         start = trio.current_time()
         with pytest.raises(RequestTimeout) as info:
             await conn.request(RemotingCommand.request(ECHO, {"n": "late"}), timeout=1.5)

@@ -1,4 +1,7 @@
-"""TLS: a round trip over trio.SSLStream, and a refused certificate.
+"""TLS: a round trip over trio.SSLStream, a refused certificate, and TLS/plaintext mismatches.
+
+A mismatch gives :class:`TlsMismatch` naming the address and what probably happened, never a hang
+(the ``fail_after`` guards turn a hang into a failure instead of a stuck test).
 
 Neither trustme nor cryptography is installed, so the self-signed certificate comes from the
 ``openssl`` command line tool.
@@ -12,9 +15,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import trio
+import trio.testing
 
-from rocketmq_py._transport import ConnectionPool, open_connection
-from rocketmq_py.errors import ConnectionFailed
+from rocketmq_py._transport import Connection, ConnectionPool, open_connection
+from rocketmq_py.errors import ConnectionFailed, TlsMismatch
 from rocketmq_py.protocol._command import RemotingCommand
 from rocketmq_py.testing._fake_broker import FakeBroker
 
@@ -78,13 +83,92 @@ async def test_untrusted_certificate_is_connection_failed(certificate: tuple[Pat
             async with open_connection(fb.address, ssl_context=ssl.create_default_context()):
                 pytest.fail("the handshake should not succeed")
     assert info.value.__cause__ is not None
+    # A TLS server with a certificate we refuse is not a mismatch, and the message says why.
+    assert type(info.value) is ConnectionFailed
+    assert "certificate verify failed" in str(info.value)
+    assert fb.address in str(info.value)
 
 
-async def test_plain_client_against_a_tls_broker_fails(certificate: tuple[Path, Path]) -> None:
+async def test_plain_client_against_a_tls_broker_is_a_tls_mismatch(certificate: tuple[Path, Path]) -> None:
+    # A TLS-only broker closes a plaintext connection at its first bytes, without a word.
     cert, key = certificate
     async with (
         FakeBroker(defaults=False, ssl_context=_server_context(cert, key)) as fb,
         open_connection(fb.address) as conn,
     ):
-        with pytest.raises(ConnectionFailed):
-            await conn.request(RemotingCommand.request(ECHO), timeout=5)
+        with trio.fail_after(5), pytest.raises(TlsMismatch) as info:
+            await conn.request(RemotingCommand.request(ECHO), timeout=30)
+        # Later calls on the connection say the same.
+        with pytest.raises(TlsMismatch):
+            await conn.request(RemotingCommand.request(ECHO), timeout=30)
+    message = str(info.value)
+    assert fb.address in message
+    assert "closed during the first request" in message
+    assert "does the server require TLS?" in message
+
+
+async def test_tls_client_against_a_plaintext_broker_is_a_tls_mismatch(
+    certificate: tuple[Path, Path],
+) -> None:
+    # A plaintext broker reads the ClientHello as a frame length far above its maximum and closes.
+    cert, _ = certificate
+    client_context = ssl.create_default_context(cafile=str(cert))
+    async with FakeBroker(defaults=False) as fb:
+        with trio.fail_after(5), pytest.raises(TlsMismatch) as info:
+            async with open_connection(fb.address, ssl_context=client_context):
+                pytest.fail("the handshake should not succeed")
+        message = str(info.value)
+        assert fb.address in message
+        assert "TLS handshake" in message
+        assert "is the server plaintext?" in message
+        assert isinstance(info.value.__cause__, ssl.SSLError)
+
+        # Through a pool, every task waiting for that connect gets the same class of error.
+        outcomes: list[BaseException] = []
+        async with ConnectionPool(ssl_context=client_context) as pool:
+
+            async def call() -> None:
+                try:
+                    await pool.request(fb.address, RemotingCommand.request(ECHO), timeout=30)
+                except ConnectionFailed as exc:
+                    outcomes.append(exc)
+
+            with trio.fail_after(5):
+                async with trio.open_nursery() as nursery:
+                    for _ in range(3):
+                        nursery.start_soon(call)
+        assert [type(exc) for exc in outcomes] == [TlsMismatch] * 3
+
+
+async def test_plain_client_answered_with_tls_records_is_a_tls_mismatch() -> None:
+    # A TLS server that answers our frame with an alert record (0x15, version 3.3) instead of closing.
+    client_side, server_side = trio.testing.memory_stream_pair()
+    conn = Connection(client_side, "tls-server:1")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(conn.serve)
+
+        async def answer_with_an_alert() -> None:
+            await server_side.receive_some()
+            await server_side.send_all(b"\x15\x03\x03\x00\x02\x02\x46")
+
+        nursery.start_soon(answer_with_an_alert)
+        with trio.fail_after(5), pytest.raises(TlsMismatch, match="answered with TLS records") as info:
+            await conn.request(RemotingCommand.request(ECHO), timeout=30)
+    assert "tls-server:1" in str(info.value)
+    assert "does the server require TLS?" in str(info.value)
+
+
+async def test_a_silent_server_times_the_handshake_out_with_a_hint(autojump_clock: object) -> None:
+    async def accept_and_say_nothing(stream: trio.SocketStream) -> None:
+        await trio.sleep_forever()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(trio.serve_tcp, accept_and_say_nothing, 0)
+        host, port = listeners[0].socket.getsockname()[:2]
+        address = f"{host}:{port}"
+        with pytest.raises(ConnectionFailed) as info:
+            async with open_connection(address, ssl_context=ssl.create_default_context()):
+                pytest.fail("the handshake should not succeed")
+        nursery.cancel_scope.cancel()
+    assert type(info.value) is ConnectionFailed  # a stalled TLS server looks the same: no claim
+    assert f"TLS handshake with {address} timed out after 3 s" in str(info.value)

@@ -122,6 +122,7 @@ class ClientInstance:
                 self._api, self.namesrv_addrs, poll_interval=self.config.poll_namesrv_interval
             )
             self._routes.add_listener(self._on_route)
+            self._routes.add_offline_listener(self._on_offline)
             await self._nursery.start(self._routes.run)
             await self._nursery.start(self._heartbeat_loop)
         except BaseException:
@@ -154,6 +155,10 @@ class ClientInstance:
         if new:
             self._known_brokers |= new
             self.heartbeat_soon()
+
+    def _on_offline(self, addresses: set[str]) -> None:
+        # A broker that left the table is new again when it comes back: greet it at once then.
+        self._known_brokers &= set(self.routes.broker_table)
 
     # --- heartbeats --------------------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ Pure functions over :class:`~rocketmq_py.protocol.TopicRouteData`, no I/O (proto
   count, used to send to a topic the name server does not know yet (auto-create).
 * :func:`broker_addresses`, :func:`master_address`, :func:`find_broker_address` -- the broker
   address table and the Java lookup with its fallbacks (the asked id, the next slave, any).
+* :func:`drop_offline_brokers` -- the table without the addresses no cached route names any more
+  (Java ``MQClientInstance.cleanOfflineBroker``).
 
 Static topics (``topicQueueMappingByBroker``, 5.x) are not interpreted: their route is read
 through the queue datas like any other topic's.
@@ -41,6 +43,7 @@ __all__ = [
     "TopicPublishInfo",
     "broker_addresses",
     "default_topic_route",
+    "drop_offline_brokers",
     "find_broker_address",
     "master_address",
     "publish_info",
@@ -332,3 +335,31 @@ def find_broker_address(
         return None
     lowest = min(addrs)
     return FoundBroker(addrs[lowest], lowest)
+
+
+def drop_offline_brokers(
+    table: Mapping[str, Mapping[int, str]], routes: Iterable[TopicRouteData]
+) -> tuple[dict[str, dict[int, str]], set[str]]:
+    """The broker address table without the addresses that no route names (Java ``cleanOfflineBroker``).
+
+    As in Java, an address stays while any route names it (under any broker name), and a broker
+    with no address left goes.
+
+    Args:
+        table: the broker address table (not modified).
+        routes: every cached route.
+
+    Returns:
+        The new table, and the addresses dropped from it.
+    """
+    live = {
+        address for route in routes for data in route.broker_datas for address in data.broker_addrs.values()
+    }
+    kept: dict[str, dict[int, str]] = {}
+    offline: set[str] = set()
+    for name, addrs in table.items():
+        still = {broker_id: address for broker_id, address in addrs.items() if address in live}
+        offline.update(address for address in addrs.values() if address not in live)
+        if still:
+            kept[name] = still
+    return kept, offline

@@ -5,6 +5,11 @@
 - Every topic in use is refreshed every ``poll_interval`` seconds; a changed route replaces the
   cached one and updates the broker address table. When no NameServer answers, the cached routes
   stay in use (a message is logged, nothing raised).
+- After each refresh, addresses that no cached route names any more leave the broker address table
+  (Java ``cleanOfflineBroker``), so heartbeats and unregistering stop going to them, and their idle
+  connections are closed (a busy one is closed on a later refresh, once idle). The brokers of the
+  ``TBW102`` route a topic is being auto-created through count as routed until the topic has a
+  route of its own.
 - A topic the NameServer does not know is published through the ``TBW102`` route (the broker
   creates the topic on first send) when ``auto_create`` is on, as Java does; otherwise, and when
   even that route is missing, :class:`~rocketmq_py.errors.RouteNotFound` names the topic and the
@@ -26,6 +31,7 @@ from rocketmq_py._client._route import (
     TopicPublishInfo,
     broker_addresses,
     default_topic_route,
+    drop_offline_brokers,
     find_broker_address,
     publish_info,
     route_changed,
@@ -39,6 +45,7 @@ __all__ = ["RouteService"]
 log = logging.getLogger("rocketmq_py.route")
 
 RouteListener = Callable[[str, TopicRouteData], None]
+OfflineListener = Callable[[set[str]], None]
 
 
 class RouteService:
@@ -67,10 +74,15 @@ class RouteService:
         self.auto_create = auto_create
         self.default_topic_queue_nums = default_topic_queue_nums
         self._routes: dict[str, TopicRouteData] = {}
+        # topic -> the clamped TBW102 route it is published through until it has its own route.
+        self._auto_routes: dict[str, TopicRouteData] = {}
+        # Offline addresses whose connection was busy when they went offline.
+        self._offline_busy: set[str] = set()
         self._publish: dict[str, TopicPublishInfo] = {}
         self._brokers: dict[str, dict[int, str]] = {}
         self._topics: set[str] = set()
         self._listeners: list[RouteListener] = []
+        self._offline_listeners: list[OfflineListener] = []
         self._lock = trio.Lock()
 
     # --- queries (no I/O) ---------------------------------------------------------------------------
@@ -120,6 +132,10 @@ class RouteService:
         """Call ``listener(topic, route)`` whenever a topic's route changes."""
         self._listeners.append(listener)
 
+    def add_offline_listener(self, listener: OfflineListener) -> None:
+        """Call ``listener(addresses)`` when addresses leave the broker table (no route names them)."""
+        self._offline_listeners.append(listener)
+
     def use_topic(self, topic: str) -> None:
         """Keep ``topic``'s route fresh from now on."""
         self._topics.add(topic)
@@ -158,6 +174,7 @@ class RouteService:
     def _store(self, topic: str, route: TopicRouteData) -> bool:
         old = self._routes.get(topic)
         changed = route_changed(old, route)
+        self._auto_routes.pop(topic, None)
         for name, addrs in broker_addresses(route).items():
             self._brokers[name] = addrs
         if changed or topic not in self._publish:
@@ -215,6 +232,8 @@ class RouteService:
             raise RouteNotFound(
                 topic, self.namesrv_addrs, f"the {AUTO_CREATE_TOPIC_KEY} route has no writable queue"
             )
+        if topic not in self._routes:
+            self._auto_routes[topic] = clamped
         # Not cached as the topic's own route: the next refresh picks up the real one once created.
         return info
 
@@ -233,8 +252,27 @@ class RouteService:
 
     # --- background refresh ---------------------------------------------------------------------------
 
+    def clean_offline_brokers(self) -> set[str]:
+        """Drop the addresses no cached route names from the broker table; returns them.
+
+        Java ``MQClientInstance.cleanOfflineBroker``. No I/O; the offline listeners are called.
+        """
+        routes = [*self._routes.values(), *self._auto_routes.values()]
+        self._brokers, offline = drop_offline_brokers(self._brokers, routes)
+        if offline:
+            log.info("brokers in no route any more, forgotten: %s", ", ".join(sorted(offline)))
+            for listener in list(self._offline_listeners):
+                listener(offline)
+        return offline
+
+    async def _close_offline_connections(self, offline: set[str]) -> None:
+        live = {address for addrs in self._brokers.values() for address in addrs.values()}
+        candidates = (self._offline_busy | offline) - live - set(self.namesrv_addrs)
+        self._offline_busy = await self._api.pool.close_idle(candidates)
+
     async def refresh_all(self) -> None:
-        """Refresh every topic in use; errors are logged and the cached routes kept."""
+        """Refresh every topic in use (errors are logged and the cached routes kept), then forget
+        the brokers no route names any more and close their idle connections."""
         for topic in sorted(self._topics):
             try:
                 await self.update(topic)
@@ -244,6 +282,7 @@ class RouteService:
                 # ProtocolError: a NameServer answered a route we cannot parse; that must not end
                 # the refresh loop (and with it the client).
                 log.warning("route refresh of %s failed, keeping the cached route: %s", topic, exc)
+        await self._close_offline_connections(self.clean_offline_brokers())
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Refresh routes every ``poll_interval`` seconds until cancelled."""

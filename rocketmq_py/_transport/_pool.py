@@ -214,24 +214,26 @@ class ConnectionPool:
         connection = await self.get(address)
         await connection.oneway(command)
 
-    async def close_idle(self, addresses: Iterable[str]) -> list[str]:
+    async def close_idle(self, addresses: Iterable[str]) -> set[str]:
         """Close the connections to ``addresses`` that have no call or handler in flight.
 
         A busy connection is left alone (closing it would fail its calls); the next call to a
         closed address connects again.
 
         Returns:
-            The addresses whose connection was closed.
+            The addresses whose connection was busy and stays open.
         """
-        closed: list[str] = []
+        busy: set[str] = set()
         for address in addresses:
             connection = self._connections.get(address)
-            if connection is None or not connection.is_idle:
+            if connection is None or connection.is_closed:
+                continue
+            if not connection.is_idle:
+                busy.add(address)
                 continue
             del self._connections[address]
-            closed.append(address)
             await connection.aclose()
-        return closed
+        return busy
 
     async def aclose(self) -> None:
         """Close every connection; later calls raise StateError. Idempotent."""

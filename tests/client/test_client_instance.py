@@ -180,6 +180,56 @@ async def test_no_heartbeat_without_groups(cluster: Cluster, autojump_clock: tri
         assert fb.requests(UNREGISTER) == []
 
 
+async def test_a_broker_that_left_every_route_gets_no_more_heartbeats(
+    cluster: Cluster, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Issue 11, defect 9 (Java MQClientInstance.cleanOfflineBroker, run with the route poll).
+    beats = Heartbeats(cluster.a, cluster.b)
+    config = ClientConfig(
+        namesrv=cluster.namesrv.address, heartbeat_interval=30.0, poll_namesrv_interval=10.0
+    )
+    async with ClientInstance(config) as client:
+        client.add_producer_group("pg")
+        await client.routes.publish_info(cluster.topic)
+        await trio.sleep(1)
+        assert beats.times("broker-b") == [0]
+        cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.a))
+        await trio.sleep(10)  # the refresh at 10 s: broker-b is in no route any more
+        assert set(client.routes.broker_table) == {"broker-a"}
+        # Its idle connection is gone too.
+        assert [conn.address for conn in client.api.pool.connections()] == [
+            cluster.namesrv.address,
+            cluster.a.address,
+        ]
+        # Were it still asked, every round would wait out the request timeout on it.
+        cluster.b.never_reply(HEARTBEAT)
+        started = trio.current_time()
+        assert await client.heartbeat_all() == 1
+        assert trio.current_time() == started
+        await trio.sleep(60)
+        assert len(beats.times("broker-a")) >= 3
+    assert beats.times("broker-b") == [0]
+    assert unregisters(cluster.b) == []  # closing does not go to it either
+    assert len(unregisters(cluster.a)) == 1
+
+
+async def test_a_broker_back_in_a_route_gets_a_heartbeat_at_once(
+    cluster: Cluster, autojump_clock: trio.testing.MockClock
+) -> None:
+    beats = Heartbeats(cluster.a, cluster.b)
+    config = ClientConfig(
+        namesrv=cluster.namesrv.address, heartbeat_interval=100.0, poll_namesrv_interval=10.0
+    )
+    async with ClientInstance(config) as client:
+        client.add_producer_group("pg")
+        await client.routes.publish_info(cluster.topic)
+        cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.a))
+        await trio.sleep(11)  # the refresh at 10 s drops broker-b
+        cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.a, cluster.b))
+        await trio.sleep(10)  # the refresh at 20 s brings it back: a new broker, greeted at once
+    assert beats.times("broker-b") == [0, 20]
+
+
 # --- unregister ------------------------------------------------------------------------------------
 
 

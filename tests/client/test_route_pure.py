@@ -17,6 +17,7 @@ from rocketmq_py._client._route import (
     TopicPublishInfo,
     broker_addresses,
     default_topic_route,
+    drop_offline_brokers,
     find_broker_address,
     master_address,
     publish_info,
@@ -239,3 +240,25 @@ def test_find_broker_address_fallbacks() -> None:
     assert find_broker_address(table, "full", 5, only_this=True) is None
     assert find_broker_address(table, "unknown") is None
     assert find_broker_address(table, "empty") is None
+
+
+def test_drop_offline_brokers_keeps_only_addresses_some_route_names() -> None:
+    # Java MQClientInstance.cleanOfflineBroker: an address is offline when no cached route names
+    # it; a broker with no address left goes.
+    table = {
+        "broker-a": {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"},
+        "broker-b": {0: "broker-b:10911"},
+        "broker-c": {0: "broker-c:10911"},
+    }
+    a_without_slave = TopicRouteData(
+        queue_datas=(qd("broker-a"),), broker_datas=(bd("broker-a", {0: "10.0.0.1:10911"}),)
+    )
+    only_c = TopicRouteData(queue_datas=(qd("broker-c"),), broker_datas=(bd("broker-c"),))
+    kept, offline = drop_offline_brokers(table, [a_without_slave, only_c])
+    assert kept == {"broker-a": {0: "10.0.0.1:10911"}, "broker-c": {0: "broker-c:10911"}}
+    assert offline == {"10.0.0.2:10911", "broker-b:10911"}
+    assert table["broker-b"] == {0: "broker-b:10911"}  # the input is untouched
+    # Every broker still routed: nothing goes.
+    assert drop_offline_brokers(table, [THREE]) == (table, set())
+    # No route at all: everything goes.
+    assert drop_offline_brokers(table, []) == ({}, {a for addrs in table.values() for a in addrs.values()})

@@ -12,6 +12,7 @@ import trio.testing
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
+from rocketmq_py._client._route import FoundBroker
 from rocketmq_py.errors import ConnectionFailed, MalformedBody, RouteNotFound, TopicNotExist, TransportError
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.protocol import Message, MessageQueue, QueueData, RequestCode, ResponseCode, TopicRouteData
@@ -279,3 +280,53 @@ async def test_a_malformed_route_answer_does_not_end_the_refresh_loop(
     failures = [r.getMessage() for r in caplog.records if r.getMessage().startswith("route refresh of")]
     assert len(failures) == 2
     assert all("malformed JSON body" in text for text in failures)
+
+
+# --- brokers that left every route (issue 11, defect 9) -------------------------------------------
+
+
+async def test_a_broker_named_by_another_topic_stays(
+    cluster: Cluster, autojump_clock: trio.testing.MockClock
+) -> None:
+    cluster.namesrv.set_route("Other", cluster.route(cluster.b))
+    async with instance(cluster.namesrv.address, poll_namesrv_interval=10.0) as client:
+        await client.routes.publish_info(cluster.topic)
+        await client.routes.publish_info("Other")
+        cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.a))
+        await trio.sleep(11)
+        assert client.routes.broker_table == {
+            "broker-a": {0: cluster.a.address},
+            "broker-b": {0: cluster.b.address},
+        }
+        cluster.namesrv.set_route("Other", cluster.route(cluster.a))
+        await trio.sleep(10)
+        assert client.routes.broker_table == {"broker-a": {0: cluster.a.address}}
+
+
+async def test_a_slave_that_left_the_route_is_forgotten(
+    cluster: Cluster, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with FakeBroker(broker_name="broker-a-slave") as slave:
+        cluster.namesrv.set_route(
+            cluster.topic, cluster.route(cluster.a, cluster.b, slaves={"broker-a": slave})
+        )
+        async with instance(cluster.namesrv.address, poll_namesrv_interval=10.0) as client:
+            await client.routes.publish_info(cluster.topic)
+            assert client.routes.broker_table["broker-a"] == {0: cluster.a.address, 1: slave.address}
+            cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.a, cluster.b))
+            await trio.sleep(11)
+            assert client.routes.broker_table["broker-a"] == {0: cluster.a.address}
+            assert client.routes.find_broker("broker-a", 1) == FoundBroker(cluster.a.address, 0)
+
+
+async def test_brokers_known_through_tbw102_stay_while_the_topic_has_no_route(
+    cluster: Cluster, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with FakeBroker(broker_name="broker-c", auto_create_topics=True) as c:
+        cluster.namesrv.set_route("TBW102", cluster.route(c, queues=2, perm=7))
+        async with Producer("pg", namesrv=cluster.namesrv.address, poll_namesrv_interval=10.0) as producer:
+            await producer.send(Message("NewTopic", b"1"))
+            await trio.sleep(11)  # a refresh: the NameServer still does not know NewTopic
+            assert producer.instance.routes.master_address("broker-c") == c.address
+            await producer.send(Message("NewTopic", b"2"))
+        assert len(c.requests(RequestCode.SEND_MESSAGE_V2)) == 2

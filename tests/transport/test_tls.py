@@ -9,6 +9,7 @@ Neither trustme nor cryptography is installed, so the self-signed certificate co
 
 from __future__ import annotations
 
+import functools
 import shutil
 import ssl
 import subprocess
@@ -163,7 +164,9 @@ async def test_a_silent_server_times_the_handshake_out_with_a_hint(autojump_cloc
         await trio.sleep_forever()
 
     async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(trio.serve_tcp, accept_and_say_nothing, 0)
+        listeners = await nursery.start(
+            functools.partial(trio.serve_tcp, accept_and_say_nothing, 0, host="127.0.0.1")
+        )
         host, port = listeners[0].socket.getsockname()[:2]
         address = f"{host}:{port}"
         with pytest.raises(ConnectionFailed) as info:

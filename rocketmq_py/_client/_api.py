@@ -257,7 +257,11 @@ class RemotingApi:
     async def search_offset(
         self, address: str, topic: str, queue_id: int, timestamp_ms: int, broker_name: str | None = None
     ) -> int:
-        """SEARCH_OFFSET_BY_TIMESTAMP: the queue offset of the first message stored at or after ``timestamp_ms``."""
+        """SEARCH_OFFSET_BY_TIMESTAMP, the broker's raw answer (4.x: the *nearest* message).
+
+        Positioning code uses :func:`rocketmq_py._client._timestamp.offset_for_timestamp`, which
+        gives the first message stored at or after ``timestamp_ms`` on every release.
+        """
         header = SearchOffsetRequestHeader(
             topic=topic, queue_id=queue_id, timestamp=timestamp_ms, broker_name=broker_name
         )

@@ -275,8 +275,8 @@ class Lossy:
 
 
 @pytest.fixture(scope="module")
-def lossy() -> Iterator[Lossy]:
-    with LocalCluster(1, broker_config=_LOSSY_BROKER).start() as own:
+def lossy(cluster: Cluster) -> Iterator[Lossy]:
+    with LocalCluster(1, version=cluster.version, broker_config=_LOSSY_BROKER).start() as own:
         topic = f"spark-loss-{uuid.uuid4().hex[:8]}"
         own.create_topic(topic, 1)
 

@@ -13,6 +13,9 @@ EXTRA_VERSIONS ?= 4.9.7 5.5.0
 # read). The launcher-, CLI-, ACL/TLS- and fault-specific files run on the default release only.
 VERSION_TESTS ?= integration/test_producer.py integration/test_push_consumer.py \
 	integration/test_lite_pull_consumer.py integration/test_remoting_raw.py integration/test_spark_read.py
+# Left out there: the producer's client-side fault tests (a paused broker, the NameServer down for
+# a minute), which do not depend on the broker's release and take about 140 s.
+VERSION_SKIP ?= not paused_broker_is_routed_around and not without_a_nameserver
 INTEGRATION_ENV = RMQ_REQUIRE_BROKER=1 PYSPARK_PYTHON=$(abspath $(BIN)/python)
 
 .PHONY: demo test install jars jars-versions lint unit integration versions bench down clean
@@ -52,7 +55,7 @@ test: jars-versions lint
 versions: jars-versions
 	for v in $(EXTRA_VERSIONS); do \
 		echo "== integration tests on RocketMQ $$v"; \
-		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest $(VERSION_TESTS) || exit 1; \
+		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest $(VERSION_TESTS) -k "$(VERSION_SKIP)" || exit 1; \
 	done
 
 unit: install

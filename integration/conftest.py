@@ -32,6 +32,7 @@ from rocketmq_py.protocol import (
     from_ext_fields,
     to_ext_fields,
 )
+from rocketmq_py.protocol._versions import release_ordinal
 from rocketmq_py.testing import Cluster, start_cluster
 from rocketmq_py.testing._report_process import ReportingProcess
 
@@ -63,6 +64,16 @@ def cluster() -> Iterator[Cluster]:
         pytest.skip(f"no RocketMQ cluster: {exc}")
     with started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def broker_version(cluster: Cluster) -> int:
+    """The session cluster's release as the wire carries it: the ``MQVersion`` ordinal.
+
+    Driven by ``ROCKETMQ_VERSION`` (default 5.3.3); ``test_remoting_raw`` checks that the brokers'
+    replies carry it. Compare with :mod:`rocketmq_py.protocol._versions` (``V5_0_0``, ...).
+    """
+    return release_ordinal(cluster.version)
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ from rocketmq_py import Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.cli import EXIT_INTERRUPTED, EXIT_OK, main
 from rocketmq_py.cli._admin import open_admin
 from rocketmq_py.cli._group import collect_group
+from rocketmq_py.cli._inspect import GroupReport
 from rocketmq_py.consumer._commands import command_handlers
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.protocol import (
@@ -78,6 +79,38 @@ async def wait_until(predicate: Callable[[], bool]) -> None:
         await trio.sleep(0.1)
 
 
+async def committed(pc: PushConsumer, topic: str) -> int:
+    """The group's offsets of ``topic`` as the brokers store them, summed over the topic's queues."""
+    routes, total = pc.instance.routes, 0
+    for mq in await routes.subscribe_queues(topic):
+        address = await routes.require_master(topic, mq.broker_name)
+        total += max(
+            0,
+            await pc.instance.api.query_consumer_offset(
+                address, pc.group, topic, mq.queue_id, mq.broker_name
+            ),
+        )
+    return total
+
+
+async def wait_committed(pc: PushConsumer, topic: str, total: int) -> None:
+    """Poll until the brokers store ``total`` as the group's offsets of ``topic`` (30 s at most)."""
+    with trio.fail_after(30):
+        while await committed(pc, topic) != total:  # noqa: ASYNC110 - broker state, no event to wait on
+            await trio.sleep(0.2)
+
+
+async def wait_report(cluster: Cluster, group: str, topic: str, done: Callable[[GroupReport], bool]) -> None:
+    """Poll ``group inspect``'s data until ``done(report)`` (60 s at most): every member's running
+    info reflects the rebalance the test waited for."""
+    with trio.fail_after(60):
+        while True:
+            async with open_admin([cluster.namesrv_addr], timeout=5) as admin:
+                if done(await collect_group(admin, group, topic)):
+                    return
+            await trio.sleep(0.5)
+
+
 async def produce(cluster: Cluster, topic: str, bodies: list[str], **kw: str) -> None:
     async with Producer("it-group-cli-producer", namesrv=cluster.namesrv_addr) as producer:
         for body in bodies:
@@ -112,7 +145,7 @@ async def test_mqadmin_consumer_status_and_progress_show_our_consumer(
         await produce(cluster, topic, [f"s{i}" for i in range(16)])
         with trio.fail_after(30):
             await wait_until(lambda: len(got) >= 16)
-        await trio.sleep(2.5)  # offsets persisted (every second here)
+        await wait_committed(pc, topic, 16)  # persisted (every second here)
         status = (await mqadmin(cluster, "consumerStatus", "-g", group, "-i", pc.client_id)).output
         listing = (await mqadmin(cluster, "consumerStatus", "-g", group)).output
         progress = (await mqadmin(cluster, "consumerProgress", "-g", group, "-s", "true")).output
@@ -161,22 +194,22 @@ async def test_reset_offset_by_time_makes_a_running_consumer_consume_again(
     topic = create_topic(2)
     group = f"it-reset-{topic}"
     got: list[MessageExt] = []
-    async with consumer(cluster, group, topic, got):
+    async with consumer(cluster, group, topic, got) as pc:
         await produce(cluster, topic, [f"old-{i}" for i in range(6)])
         with trio.fail_after(30):
             await wait_until(lambda: len(got) >= 6)
-        await trio.sleep(1.5)  # a clear gap between the two batches' store times
+        await trio.sleep(1.5)  # a clear gap between the two batches' store times (not a wait)
         since = int(time.time() * 1000)
         await trio.sleep(0.5)
         await produce(cluster, topic, [f"new-{i}" for i in range(8)])
         with trio.fail_after(30):
             await wait_until(lambda: len(got) >= 14)
-        await trio.sleep(2.5)  # committed
+        await wait_committed(pc, topic, 14)
         before = len(got)
         reset = await mqadmin(cluster, "resetOffsetByTime", "-g", group, "-t", topic, "-s", str(since))
         with trio.fail_after(60):
             await wait_until(lambda: len(got) >= before + 8)
-        await trio.sleep(2)
+        await trio.sleep(2)  # a quiet period: no old message comes again (absence cannot be polled)
     assert "rollback consumer offset by specified group" in reset.output or topic in reset.output, (
         reset.output
     )
@@ -204,18 +237,18 @@ async def test_reset_offset_by_time_sent_to_the_client_resets_a_running_consumer
         await produce(cluster, topic, [f"old-{i}" for i in range(6)])
         with trio.fail_after(30):
             await wait_until(lambda: len(got) >= 6)
-        await trio.sleep(1.5)
+        await trio.sleep(1.5)  # a clear gap between the two batches' store times (not a wait)
         since = int(time.time() * 1000)
         await trio.sleep(0.5)
         await produce(cluster, topic, [f"new-{i}" for i in range(8)])
         with trio.fail_after(30):
             await wait_until(lambda: len(got) >= 14)
-        await trio.sleep(2.5)
+        await wait_committed(pc, topic, 14)
         before = len(got)
         reset = await mqadmin(cluster, "resetOffsetByTime", "-g", group, "-t", topic, "-s", str(since))
         with trio.fail_after(60):
             await wait_until(lambda: len(got) >= before + 8)
-        await trio.sleep(2)
+        await trio.sleep(2)  # a quiet period: no old message comes again (absence cannot be polled)
     assert received, reset.output
     request = received[0]
     assert request.is_oneway
@@ -263,7 +296,7 @@ async def test_group_inspect_healthy_group(
                     and len(one.owned_queues()) == len(two.owned_queues())
                 )
             )
-        await trio.sleep(1)
+        await wait_report(cluster, group, topic, lambda r: r.healthy and len(r.consumer_ids) == 2)
         code = await cli("-n", cluster.namesrv_addr, "group", "inspect", group, topic, "--json")
         report = json.loads(capsys.readouterr().out)
         code_text = await cli("-n", cluster.namesrv_addr, "group", "inspect", group)
@@ -297,7 +330,8 @@ async def test_group_inspect_flags_two_strategies_in_one_group(
                     and len([q for q in circle.owned_queues() if q.topic == topic]) == 4
                 )
             )
-        await trio.sleep(1)
+        flagged = {"shared-queue", "unowned-queue", "strategy-differs", "allocation-differs"}
+        await wait_report(cluster, group, topic, lambda r: flagged <= {f.kind for f in r.flags})
         code = await cli("-n", cluster.namesrv_addr, "group", "inspect", group, topic, "--json")
         report = json.loads(capsys.readouterr().out)
         assert await cli("-n", cluster.namesrv_addr, "group", "inspect", group, topic) == EXIT_OK

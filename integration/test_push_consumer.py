@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 import trio
 
-from rocketmq_py import Message, MessageExt, Producer, PushConsumer, SendResult
+from rocketmq_py import Message, MessageExt, MessageQueue, Producer, PushConsumer, SendResult
+from rocketmq_py._client._timestamp import offset_for_timestamp
 from rocketmq_py.consumer._start_offset import parse_consume_timestamp
 from rocketmq_py.testing import Cluster
 from rocketmq_py.testing._report_process import ReportingProcess
@@ -329,7 +330,9 @@ async def test_consume_from_timestamp_searches_by_store_time_and_keeps_javas_fre
 ) -> None:
     """CONSUME_FROM_TIMESTAMP, as Java's ``RebalancePushImpl.computePullFromWhere`` does it.
 
-    A queue the group has no offset for starts at SEARCH_OFFSET_BY_TIMESTAMP(consumeTimestamp).
+    A queue the group has no offset for starts at the first message stored at or after
+    consumeTimestamp (SEARCH_OFFSET_BY_TIMESTAMP, corrected client-side on 4.x, whose broker
+    answers the nearest message: the last one, not the end, of a queue with nothing after it).
     But the broker answers QUERY_CONSUMER_OFFSET for a brand-new group with 0 instead of "not
     found" while the queue's first message is still in memory, and Java takes that 0 as the
     stored offset (apache/rocketmq#2286, #9083): on a fresh topic a new group consumes from the
@@ -368,11 +371,18 @@ async def test_consume_from_timestamp_searches_by_store_time_and_keeps_javas_fre
         # Where the timestamp search puts each queue: its first "after" message, else its end.
         for broker in cluster.brokers:
             for queue_id in range(4):
-                found = await consumer.instance.api.search_offset(
-                    broker.address, topic, queue_id, start * 1000, broker.name
+                mq = MessageQueue(topic, broker.name, queue_id)
+                found = await offset_for_timestamp(
+                    consumer.instance.api, broker.address, mq, start * 1000, group=consumer.group
                 )
                 queue = (broker.name, queue_id)
                 assert found == first_after.get(queue, sizes[queue]), queue
+                # Past the last message: the end of the queue (4.x alone would say the last message).
+                later = start * 1000 + 3_600_000
+                end = await offset_for_timestamp(
+                    consumer.instance.api, broker.address, mq, later, group=consumer.group
+                )
+                assert end == sizes[queue], queue
         with trio.fail_after(30):
             await wait_until(lambda: len(got) >= 32)
         await trio.sleep(1)

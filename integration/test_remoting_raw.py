@@ -19,6 +19,7 @@ from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import BrokerError, broker_error_for
 from rocketmq_py.protocol import (
     GetRouteInfoRequestHeader,
+    HeartbeatData,
     Message,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
@@ -33,11 +34,13 @@ from rocketmq_py.protocol import (
     decode_body,
     decode_messages,
     decode_offset_msg_id,
+    encode_body,
     encode_properties,
     from_ext_fields,
     send_header_to_v2,
     to_ext_fields,
 )
+from rocketmq_py.protocol._versions import release_name
 from rocketmq_py.testing import Cluster
 
 TIMEOUT = 10.0
@@ -66,6 +69,32 @@ async def test_route_query(cluster: Cluster, create_topic: Callable[..., str]) -
     ]
     masters = {b.broker_name: b.broker_addrs[0] for b in route.broker_datas}
     assert masters == {b.name: b.address for b in cluster.brokers}
+
+
+async def test_every_reply_carries_the_servers_release(
+    cluster: Cluster, create_topic: Callable[..., str], broker_version: int
+) -> None:
+    """The ``version`` header of NameServer and broker replies is their ``MQVersion`` ordinal (the
+    client learns a broker's release from it: timer messages, timestamp search)."""
+    topic = create_topic(1)
+    async with ConnectionPool() as pool:
+        route = RemotingCommand.request(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC,
+            to_ext_fields(GetRouteInfoRequestHeader(topic=topic, accept_standard_json_only=True)),
+        )
+        replies = [await pool.request(cluster.namesrv_addr, route, timeout=TIMEOUT)]
+        for broker in cluster.brokers:  # a success and an error answer from each broker
+            replies.append(await pool.request(broker.address, RemotingCommand.request(9999), timeout=TIMEOUT))
+            heartbeat = RemotingCommand.request(
+                RequestCode.HEART_BEAT, body=encode_body(HeartbeatData(client_id="raw-version-check"))
+            )
+            replies.append(await pool.request(broker.address, heartbeat, timeout=TIMEOUT))
+    assert [r.code for r in replies] == [ResponseCode.SUCCESS] + [
+        ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+        ResponseCode.SUCCESS,
+    ] * len(cluster.brokers)
+    assert {r.version for r in replies} == {broker_version}
+    assert release_name(broker_version) == cluster.version
 
 
 @pytest.mark.parametrize("serialize_type", [SerializeType.JSON, SerializeType.ROCKETMQ])

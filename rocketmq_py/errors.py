@@ -24,7 +24,8 @@ Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
     │   │   ├── InvalidTopic          empty, too long, illegal characters, or a system topic
     │   │   ├── EmptyBody             a message with no body
     │   │   ├── MessageTooLarge       a body above the producer's maximum message size
-    │   │   └── ReservedProperty      a property only the client or broker may set
+    │   │   ├── ReservedProperty      a property only the client or broker may set
+    │   │   └── DeliveryTimeNotSupported  a delivery time for a broker older than 5.0 (none sent)
     │   └── InvalidGroup              a producer/consumer group name that the broker rejects
     ├── StateError                    the object is in the wrong state (closed, not started)
     ├── ClusterError                  the local test cluster (rocketmq_py.testing) failed
@@ -47,6 +48,7 @@ __all__ = [
     "ClusterError",
     "CompressionUnavailable",
     "ConnectionFailed",
+    "DeliveryTimeNotSupported",
     "EmptyBody",
     "FrameTooLarge",
     "InvalidGroup",
@@ -551,6 +553,27 @@ class ReservedProperty(InvalidMessage):
     def __init__(self, key: str, reason: str | None = None) -> None:
         self.key = key
         super().__init__(reason or f"property {key!r} is reserved for the client and broker")
+
+
+class DeliveryTimeNotSupported(InvalidMessage):
+    """A message with a delivery time (``TIMER_DELIVER_MS`` / ``TIMER_DELAY_SEC`` / ``TIMER_DELAY_MS``)
+    for a broker older than 5.0, which has no timer messages: it would store the message and deliver
+    it at once. Nothing was sent; a delay level (``Message.delay_level``) works on every release.
+
+    Attributes:
+        broker_name: the broker the message was for.
+        broker_version: its release (``"4.9.7"``), or the version ordinal its replies carry.
+        key: the delivery-time property of the message.
+    """
+
+    def __init__(self, broker_name: str, broker_version: str, key: str) -> None:
+        self.broker_name = broker_name
+        self.broker_version = broker_version
+        self.key = key
+        super().__init__(
+            f"broker {broker_name} runs RocketMQ {broker_version}, which has no timer messages: a message "
+            f"with {key} would be delivered at once, so it was not sent (use a delay level, or a 5.x broker)"
+        )
 
 
 class InvalidGroup(ClientError):

@@ -15,6 +15,7 @@ import trio
 
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._route import find_broker_address, subscribe_queues
+from rocketmq_py._client._timestamp import offset_for_timestamp
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import (
     BrokerError,
@@ -168,9 +169,13 @@ async def queue_states(
 
 
 async def search_offsets(
-    api: RemotingApi, states: Iterable[QueueState], timestamp_ms: int
+    api: RemotingApi, states: Iterable[QueueState], timestamp_ms: int, *, group: str
 ) -> dict[MessageQueue, int]:
-    """Per queue, the offset of the first message stored at or after ``timestamp_ms``, within ``[min, max]``."""
+    """Per queue, the offset of the first message stored at or after ``timestamp_ms``, within ``[min, max]``.
+
+    The same on every broker release: an older broker's answer is corrected with pulls under
+    ``group`` (:func:`~rocketmq_py._client._timestamp.offset_for_timestamp`).
+    """
     found: dict[MessageQueue, int] = {}
     limiter = trio.CapacityLimiter(_PLANNING_CONCURRENCY)
 
@@ -180,7 +185,7 @@ async def search_offsets(
             found[q] = state.max_offset
             return
         async with limiter:
-            offset = await api.search_offset(state.address, q.topic, q.queue_id, timestamp_ms, q.broker_name)
+            offset = await offset_for_timestamp(api, state.address, q, timestamp_ms, group=group)
         found[q] = min(max(offset, state.min_offset), state.max_offset)
 
     async with trio.open_nursery() as nursery:

@@ -6,8 +6,8 @@ plan before anything is pulled:
 * ``broker_name`` and ``queue_id`` (``=``, ``IN``) drop whole queues;
 * ``queue_offset`` (``=``, ``IN``, ``<``, ``<=``, ``>``, ``>=``) trims each range (an ``IN`` of
   several offsets trims to their span, so Spark still evaluates it);
-* ``store_timestamp`` (``<``, ``<=``, ``>``, ``>=``, ``=``) becomes a timestamp window the broker
-  turns into offsets with SEARCH_OFFSET_BY_TIMESTAMP.
+* ``store_timestamp`` (``<``, ``<=``, ``>``, ``>=``, ``=``) becomes a timestamp window turned into
+  offsets by SEARCH_OFFSET_BY_TIMESTAMP (corrected on brokers before 5.1.1, see ``_client/_timestamp``).
 
 The first three are exact, so Spark need not evaluate them again. Timestamp search is
 approximate (store times are not strictly ordered within a queue), so ``store_timestamp``

@@ -26,7 +26,7 @@ from spark_connector._metadata import queue_states, resolve_topics, run_with_api
 from spark_connector._options import ReadOptions, parse_read_options
 from spark_connector._planning import QueueRange, RocketMQPartition, plan_partitions, resolve_ranges
 from spark_connector._pushdown import Pushdown, push_filters
-from spark_connector._read import iter_partition
+from spark_connector._read import READER_GROUP, iter_partition
 from spark_connector._schema import SPARK_SCHEMA
 from spark_connector._stream import RocketMQStreamReader
 
@@ -104,8 +104,14 @@ class RocketMQBatchReader(DataSourceReader):
                 ]
             else:
                 keep = states
-            starting = await search_offsets(api, keep, start_ts) if start_ts is not None else None
-            ending = await search_offsets(api, keep, end_ts) if end_ts is not None else None
+            starting = (
+                await search_offsets(api, keep, start_ts, group=READER_GROUP)
+                if start_ts is not None
+                else None
+            )
+            ending = (
+                await search_offsets(api, keep, end_ts, group=READER_GROUP) if end_ts is not None else None
+            )
             # A timestamp from a pushed filter only narrows: it never moves a start below the option's.
             ranges = resolve_ranges(
                 states,

@@ -47,7 +47,7 @@ from spark_connector._planning import (
     queue_key,
     resolve_ranges,
 )
-from spark_connector._read import iter_partition
+from spark_connector._read import READER_GROUP, iter_partition
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
@@ -119,7 +119,7 @@ class _StreamReader(DataSourceStreamReader):
             ts = self.options.starting_timestamp
 
             async def search(api: RemotingApi) -> Any:
-                return await search_offsets(api, snap.states, ts)
+                return await search_offsets(api, snap.states, ts, group=READER_GROUP)
 
             starting_offsets = run_with_api(self.options, search)
         ranges = resolve_ranges(

@@ -130,6 +130,8 @@ class RemotingApi:
         self.pool = pool
         self.timeout = timeout
         self.serialize_type = serialize_type
+        #: The ``version`` of the last reply from each address: the server's ``MQVersion`` ordinal.
+        self.peer_versions: dict[str, int] = {}
 
     def command(
         self, code: int, header: CustomHeader | None = None, body: bytes = b"", *, oneway: bool = False
@@ -151,6 +153,7 @@ class RemotingApi:
         reply = await self.pool.request(
             address, self.command(code, header, body), timeout=self.timeout if timeout is None else timeout
         )
+        self.peer_versions[address] = reply.version
         if reply.code not in ok:
             raise broker_error_for(reply.code, reply.remark)
         return reply
@@ -192,6 +195,7 @@ class RemotingApi:
         reply = await self.pool.request(
             address, self.send_command(ext_fields, body, batch=batch), timeout=timeout
         )
+        self.peer_versions[address] = reply.version
         if reply.code not in _SEND_OK_CODES:
             raise broker_error_for(reply.code, reply.remark)
         return send_reply(reply)
@@ -257,7 +261,11 @@ class RemotingApi:
     async def search_offset(
         self, address: str, topic: str, queue_id: int, timestamp_ms: int, broker_name: str | None = None
     ) -> int:
-        """SEARCH_OFFSET_BY_TIMESTAMP: the queue offset of the first message stored at or after ``timestamp_ms``."""
+        """SEARCH_OFFSET_BY_TIMESTAMP, the broker's raw answer (4.x: the *nearest* message).
+
+        Positioning code uses :func:`rocketmq_py._client._timestamp.offset_for_timestamp`, which
+        gives the first message stored at or after ``timestamp_ms`` on every release.
+        """
         header = SearchOffsetRequestHeader(
             topic=topic, queue_id=queue_id, timestamp=timestamp_ms, broker_name=broker_name
         )

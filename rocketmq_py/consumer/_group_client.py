@@ -27,6 +27,7 @@ import trio
 
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._route_service import RouteService
+from rocketmq_py._client._timestamp import offset_for_timestamp
 from rocketmq_py.consumer._allocate import AllocateStrategy, sort_consumers, sort_queues
 from rocketmq_py.consumer._filter import MessageFilter
 from rocketmq_py.consumer._local_offset_store import LocalOffsetStore
@@ -183,10 +184,7 @@ async def start_offset(
     if decision.start_from is StartFrom.MAX_OFFSET:
         return await api.get_max_offset(address, mq.topic, mq.queue_id, mq.broker_name), False
     if decision.start_from is StartFrom.TIMESTAMP:
-        offset = await api.search_offset(
-            address, mq.topic, mq.queue_id, decision.timestamp_ms, mq.broker_name
-        )
-        return offset, False
+        return await offset_for_timestamp(api, address, mq, decision.timestamp_ms, group=group), False
     raise StateError(f"{mq}: {decision.reason}")
 
 

@@ -48,6 +48,7 @@ import trio
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
+from rocketmq_py._client._timestamp import offset_for_timestamp
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.consumer._allocate import AllocateStrategy, get_strategy, sort_queues
 from rocketmq_py.consumer._commands import install_command_handlers
@@ -470,11 +471,13 @@ class LitePullConsumer:
         self.seek(mq, await self.offset_for_timestamp(mq, timestamp_ms))
 
     async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        """The offset of the first message of ``mq`` stored at or after ``timestamp_ms``."""
+        """The offset of the first message of ``mq`` stored at or after ``timestamp_ms``; the max offset if none.
+
+        The same answer from every broker release (an older broker's is corrected by reading the
+        stored timestamps near it).
+        """
         address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
-        return await self.instance.api.search_offset(
-            address, mq.topic, mq.queue_id, timestamp_ms, mq.broker_name
-        )
+        return await offset_for_timestamp(self.instance.api, address, mq, timestamp_ms, group=self.group)
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The readable queues of ``topic`` from its route, sorted (for :meth:`assign`)."""

@@ -25,6 +25,7 @@ from typing import Any, Self
 
 import trio
 
+from rocketmq_py._client._capabilities import DELIVERY_TIME_KEYS, require_timer_support
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._route import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS, TopicPublishInfo
@@ -456,9 +457,11 @@ class Producer:
         ``tests/producer`` checks them against :func:`send_header_fields` of the typed header.
         """
         address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
+        properties = message.properties
         if not batch:
             self._ensure_uniq_key(message)
-        properties = message.properties
+            if not DELIVERY_TIME_KEYS.isdisjoint(properties):  # a 4.x broker would deliver at once
+                await require_timer_support(self.instance, address, mq.broker_name, properties)
         sys_flag = 0
         body = message.body
         if not batch and len(body) >= self.compress_over:

@@ -127,7 +127,12 @@ class Message:
 
     @property
     def deliver_time_ms(self) -> int:
-        """Property ``TIMER_DELIVER_MS`` (5.x absolute delivery time, epoch ms); 0 when absent."""
+        """Property ``TIMER_DELIVER_MS`` (5.x absolute delivery time, epoch ms); 0 when absent.
+
+        Needs a 5.0+ broker. A 4.x broker would deliver the message at once, so the producer
+        refuses to send it there (``DeliveryTimeNotSupported``, nothing stored); delay levels
+        work on every release.
+        """
         return _int_property(self.properties.get(PropertyKey.TIMER_DELIVER_MS))
 
     @deliver_time_ms.setter

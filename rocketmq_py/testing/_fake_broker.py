@@ -46,7 +46,7 @@ import trio
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.errors import BrokerError, ConnectionFailed, ProtocolError, RequestTimeout, StateError
 from rocketmq_py.protocol._bodies import TopicRouteData
-from rocketmq_py.protocol._codes import FLAG_RESPONSE, ResponseCode, SerializeType
+from rocketmq_py.protocol._codes import DEFAULT_VERSION, FLAG_RESPONSE, ResponseCode, SerializeType
 from rocketmq_py.protocol._command import RemotingCommand
 from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE, FrameBuffer
 from rocketmq_py.protocol._message import Message, MessageExt
@@ -127,6 +127,8 @@ class FakeBroker:
         defaults: install the default handlers (route, send, pull, offsets, heartbeat).
         auto_create_topics: a send to an unknown topic creates it (with the header's
             ``defaultTopicQueueNums`` queues) instead of failing TOPIC_NOT_EXIST.
+        version: the ``MQVersion`` ordinal stamped on every response (default 5.3.3's); below
+            5.1.1 the default SEARCH_OFFSET_BY_TIMESTAMP answers as 4.x does (the nearest message).
     """
 
     def __init__(
@@ -139,8 +141,10 @@ class FakeBroker:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         defaults: bool = True,
         auto_create_topics: bool = False,
+        version: int = DEFAULT_VERSION,
     ) -> None:
         self.broker_name = broker_name
+        self.version = version
         self.cluster_name = cluster_name
         #: Every frame clients sent, requests and responses, in arrival order.
         self.received: list[RemotingCommand] = []
@@ -432,8 +436,10 @@ class FakeBroker:
             response = dataclasses.replace(
                 response, opaque=request.opaque, flag=response.flag | FLAG_RESPONSE
             )
-        if response.serialize_type != self._serialize_type:
-            response = dataclasses.replace(response, serialize_type=self._serialize_type)
+        if response.serialize_type != self._serialize_type or response.version != self.version:
+            response = dataclasses.replace(
+                response, serialize_type=self._serialize_type, version=self.version
+            )
         await client.send(response.encode())
 
     # --- in-memory broker state (for the default handlers) ---------------------------------------

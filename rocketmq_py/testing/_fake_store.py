@@ -21,7 +21,8 @@ beyond tags::
     GET_MAX_OFFSET (30),           the queue's bounds (min is always 0: nothing is ever deleted)
     GET_MIN_OFFSET (31)
     SEARCH_OFFSET_BY_TIMESTAMP     the first offset stored at or after the timestamp, else the
-    (29)                           queue's max offset
+    (29)                           queue's max offset; a broker built with a version before 5.1.1
+                                   answers as 4.x: the nearest message (see ``nearest_by_time``)
     HEART_BEAT (34)                SUCCESS; registers the client ids of its consumer groups and
                                    creates each group's ``%RETRY%<group>`` topic (1 queue)
     UNREGISTER_CLIENT (35)         SUCCESS; forgets the client in its consumer group
@@ -97,6 +98,7 @@ from rocketmq_py.protocol._headers import (
 from rocketmq_py.protocol._message import Message, MessageExt
 from rocketmq_py.protocol._properties import PropertyKey, decode_properties
 from rocketmq_py.protocol._stored import encode_stored_message
+from rocketmq_py.protocol._versions import V5_1_1
 
 if TYPE_CHECKING:
     from rocketmq_py.testing._fake_broker import BrokerHandler, FakeBroker
@@ -141,6 +143,27 @@ def _answer(
         return None
     ext = to_ext_fields(header) if header is not None else None
     return RemotingCommand.response(request, code, remark, ext, body)
+
+
+def nearest_by_time(stamps: list[int], timestamp: int) -> int:
+    """4.9.7's ``ConsumeQueue.getOffsetInQueueByTime``: a binary search that stops at any message
+    stored exactly then, else answers the nearer of its two neighbours (the earlier on a tie), the
+    last message when all are older, and 0 for an empty queue."""
+    low, high = 0, len(stamps) - 1
+    left = right = -1
+    while low <= high:
+        mid = (low + high) // 2
+        if stamps[mid] == timestamp:
+            return mid
+        if stamps[mid] > timestamp:
+            high, right = mid - 1, mid
+        else:
+            low, left = mid + 1, mid
+    if left == -1:
+        return max(right, 0)
+    if right == -1:
+        return left
+    return right if timestamp - stamps[left] > stamps[right] - timestamp else left
 
 
 class FakeStore:
@@ -425,7 +448,12 @@ class FakeStore:
     async def search_offset(self, request: RemotingCommand) -> RemotingCommand | None:
         header = _parse(SearchOffsetRequestHeader, request)
         queue = self.queues.get((header.topic, header.queue_id), [])
-        offset = next((m.queue_offset for m in queue if m.store_timestamp >= header.timestamp), len(queue))
+        if self._broker.version < V5_1_1:
+            offset = nearest_by_time([m.store_timestamp for m in queue], header.timestamp)
+        else:
+            offset = next(
+                (m.queue_offset for m in queue if m.store_timestamp >= header.timestamp), len(queue)
+            )
         return _answer(request, header=SearchOffsetResponseHeader(offset=offset))
 
     async def heartbeat(self, request: RemotingCommand) -> RemotingCommand | None:

@@ -98,7 +98,7 @@ async def test_queue_states_and_search(fakes: Fakes) -> None:
         ("broker-b", 1, 0, 0),
     ]
     assert states[1].address == fakes.a.address
-    found = await search_offsets(fakes.api, states, 1002)
+    found = await search_offsets(fakes.api, states, 1002, group=READER_GROUP)
     assert found[MessageQueue(TOPIC, "broker-a", 1)] == 2
     assert found[MessageQueue(TOPIC, "broker-b", 0)] == 2
     assert found[MessageQueue(TOPIC, "broker-a", 0)] == 0

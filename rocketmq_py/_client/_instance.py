@@ -87,6 +87,10 @@ class ClientInstance:
         self._producer_groups.add(group)
         self.heartbeat_soon()
 
+    def remove_producer_group(self, group: str) -> None:
+        """Stop naming ``group`` in heartbeats (an attached producer left; no I/O)."""
+        self._producer_groups.discard(group)
+
     def add_consumer(self, group: str, data: ConsumerDataProvider) -> None:
         self._consumers[group] = data
         self.heartbeat_soon()

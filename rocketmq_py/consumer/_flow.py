@@ -38,7 +38,6 @@ __all__ = [
     "CONSUME_CONCURRENTLY_MAX_SPAN",
     "CONSUME_MESSAGE_BATCH_MAX_SIZE",
     "CONSUME_TIMEOUT_MS",
-    "DLQ_GROUP_TOPIC_PREFIX",
     "HEARTBEAT_BROKER_INTERVAL_MS",
     "MAX_RECONSUME_TIMES",
     "MAX_RECONSUME_TIMES_ORDERLY",
@@ -63,15 +62,12 @@ __all__ = [
     "REBALANCE_LOCK_INTERVAL_MS",
     "REBALANCE_LOCK_MAX_LIVE_TIME_MS",
     "REBALANCE_MIN_INTERVAL_MS",
-    "RETRY_GROUP_TOPIC_PREFIX",
     "SEND_BACK_LOCAL_RETRY_DELAY_MS",
     "SUSPEND_CURRENT_QUEUE_TIME_MS",
     "FlowLimits",
     "FlowReason",
     "FlowVerdict",
-    "dlq_topic",
     "flow_control",
-    "retry_topic",
 ]
 
 MIB: Final = 1024 * 1024
@@ -159,20 +155,7 @@ HEARTBEAT_BROKER_INTERVAL_MS: Final = 30000
 
 # --- group topics --------------------------------------------------------------------------------
 
-#: Prefix of a group's retry topic (Java ``MixAll.RETRY_GROUP_TOPIC_PREFIX``).
-RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"
-#: Prefix of a group's dead-letter topic (Java ``MixAll.DLQ_GROUP_TOPIC_PREFIX``).
-DLQ_GROUP_TOPIC_PREFIX: Final = "%DLQ%"
-
-
-def retry_topic(group: str) -> str:
-    """``%RETRY%<group>``: where a consumer group's failed messages come back from."""
-    return RETRY_GROUP_TOPIC_PREFIX + group
-
-
-def dlq_topic(group: str) -> str:
-    """``%DLQ%<group>``: where messages go after :data:`MAX_RECONSUME_TIMES` failures."""
-    return DLQ_GROUP_TOPIC_PREFIX + group
+# Group topic names (%RETRY%, %DLQ%) live in protocol/_names.py.
 
 
 # --- limits and verdict --------------------------------------------------------------------------

@@ -45,11 +45,11 @@ from rocketmq_py.consumer._flow import (
     PULL_INTERVAL_MS,
     PULL_TIME_DELAY_WHEN_BROKER_FLOW_CONTROL_MS,
     PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
-    retry_topic,
 )
 from rocketmq_py.errors import BrokerError, broker_error_for
 from rocketmq_py.protocol._codes import ResponseCode
 from rocketmq_py.protocol._message import MessageExt
+from rocketmq_py.protocol._names import retry_topic
 from rocketmq_py.protocol._properties import PropertyKey
 
 __all__ = [

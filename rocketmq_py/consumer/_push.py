@@ -84,7 +84,6 @@ from rocketmq_py.consumer._flow import (
     FlowLimits,
     FlowVerdict,
     flow_control,
-    retry_topic,
 )
 from rocketmq_py.consumer._group_client import (
     allocate_topic,
@@ -96,6 +95,7 @@ from rocketmq_py.consumer._group_client import (
     refresh_quietly,
     start_offset,
 )
+from rocketmq_py.consumer._inner_producer import inner_producer
 from rocketmq_py.consumer._offset_store_api import OffsetStore
 from rocketmq_py.consumer._orderly import (
     ConsumeOrderlyStatus,
@@ -111,7 +111,9 @@ from rocketmq_py.consumer._pull_result import (
     restore_retry_topic,
     set_consume_start_time,
 )
+from rocketmq_py.consumer._retry import retry_message
 from rocketmq_py.errors import ClientError, RocketMQError, StateError
+from rocketmq_py.producer._producer import Producer
 from rocketmq_py.producer._validation import validate_group, validate_topic
 from rocketmq_py.protocol import (
     PROP_ALLOCATE_STRATEGY,
@@ -128,15 +130,14 @@ from rocketmq_py.protocol import (
     ConsumerRunningInfo,
     ConsumeType,
     ExpressionType,
-    Message,
     MessageExt,
     MessageModel,
     MessageQueue,
-    PropertyKey,
     PullMessageRequestHeader,
     RemotingCommand,
     RequestCode,
     SubscriptionData,
+    retry_topic,
 )
 
 __all__ = [
@@ -150,8 +151,6 @@ __all__ = [
 
 log = logging.getLogger("rocketmq_py.consumer")
 
-#: Java ``MixAll.CLIENT_INNER_PRODUCER_GROUP``: re-sends to the retry topic when send-back fails.
-_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 #: Seconds to wait for CONSUMER_SEND_MSG_BACK (Java: 5000 ms) before re-sending to the retry topic.
 SEND_BACK_TIMEOUT = 5.0
 
@@ -357,7 +356,7 @@ class PushConsumer:
         self._nursery: trio.Nursery | None = None
         self._rebalance_now = trio.Event()
         self._limits = self.flow_limits
-        self._inner_producer: Any = None
+        self._inner_producer: Producer | None = None
         self._send: trio.MemorySendChannel[tuple[_Queue, list[MessageExt]]] | None = None
         self.consumed = 0
         self.failed = 0
@@ -445,13 +444,7 @@ class PushConsumer:
             instance.register_handler(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
             self._install_command_handlers(instance)
             instance.add_consumer(self.group, self._consumer_data)
-            from rocketmq_py.producer._producer import Producer
-
-            # No per-attempt timeout (as Java): an abandoned attempt the broker stored anyway would
-            # put a second copy of a failed message in the retry topic.
-            inner = Producer(_INNER_PRODUCER_GROUP, namesrv=self.config.namesrv, attempt_timeout=None)
-            inner._reserved = frozenset()  # sets RETRY_TOPIC, RECONSUME_TIME, ... on purpose
-            self._inner_producer = await stack.enter_async_context(inner)
+            self._inner_producer = stack.enter_context(inner_producer(instance))
             for topic in self._subscriptions:
                 instance.routes.use_topic(topic)
                 try:
@@ -1008,15 +1001,14 @@ class PushConsumer:
                 address,
                 exc,
             )
-        retry = Message(retry_topic(self.group), msg.body, flag=msg.flag, properties=dict(msg.properties))
-        retry.properties.setdefault(PropertyKey.RETRY_TOPIC, msg.topic)
-        retry.properties[PropertyKey.ORIGIN_MESSAGE_ID] = msg.properties.get(
-            PropertyKey.ORIGIN_MESSAGE_ID, msg.msg_id
+        retry = retry_message(
+            msg,
+            self.group,
+            reconsume_times=msg.reconsume_times + 1,
+            max_reconsume_times=self.max_reconsume_times,
         )
-        retry.properties[PropertyKey.RECONSUME_TIME] = str(msg.reconsume_times + 1)
-        retry.properties[PropertyKey.MAX_RECONSUME_TIMES] = str(self.max_reconsume_times)
-        retry.properties[PropertyKey.DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
         try:
+            assert self._inner_producer is not None
             await self._inner_producer.send(retry)
             return True
         except RocketMQError as exc:
@@ -1122,16 +1114,11 @@ class PushConsumer:
     async def _send_to_dlq(self, msg: MessageExt) -> bool:
         """(Orderly) Java ``sendMessageBack``: re-send to the retry topic with the reconsume times
         reached, which the broker stores in ``%DLQ%group``."""
-        retry = Message(retry_topic(self.group), msg.body, flag=msg.flag, properties=dict(msg.properties))
-        retry.properties[PropertyKey.ORIGIN_MESSAGE_ID] = msg.properties.get(
-            PropertyKey.ORIGIN_MESSAGE_ID, msg.msg_id
+        retry = retry_message(
+            msg, self.group, reconsume_times=msg.reconsume_times, max_reconsume_times=self.max_reconsume_times
         )
-        retry.properties[PropertyKey.RETRY_TOPIC] = msg.topic
-        retry.properties[PropertyKey.RECONSUME_TIME] = str(msg.reconsume_times)
-        retry.properties[PropertyKey.MAX_RECONSUME_TIMES] = str(self.max_reconsume_times)
-        retry.properties.pop(PropertyKey.TRANSACTION_PREPARED, None)
-        retry.properties[PropertyKey.DELAY_TIME_LEVEL] = str(3 + msg.reconsume_times)
         try:
+            assert self._inner_producer is not None
             await self._inner_producer.send(retry)
             return True
         except RocketMQError as exc:

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Final
 
-from rocketmq_py.consumer._flow import RETRY_GROUP_TOPIC_PREFIX
 from rocketmq_py.errors import ClientError
 from rocketmq_py.protocol._bodies import ConsumeFromWhere
+from rocketmq_py.protocol._names import is_retry_topic
 
 __all__ = [
     "CONSUME_TIMESTAMP_FORMAT",
@@ -160,7 +160,7 @@ def compute_pull_from_where(
         return StartOffsetDecision(StartFrom.STORED, offset=stored_offset)
     if stored_offset != OFFSET_NOT_FOUND:
         return StartOffsetDecision(StartFrom.ERROR, reason=f"{_STORED_ERROR} (got {stored_offset})")
-    is_retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+    is_retry = is_retry_topic(topic)
     if consume_from_where == ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
         return StartOffsetDecision(StartFrom.ZERO, offset=0)
     if consume_from_where == ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:

@@ -57,6 +57,7 @@ from rocketmq_py.protocol import (
     UniqKeyGenerator,
     encode_batch,
     encode_properties,
+    is_retry_topic,
     maybe_compress,
     validate_batch,
 )
@@ -79,7 +80,6 @@ DEFAULT_RETRY_TIMES = 2
 #: (``sendMsgMaxTimeoutPerRequest``) is off, so one hung broker eats the whole send budget; ours
 #: leaves room for the retries. An abandoned attempt may still be stored (at-least-once).
 DEFAULT_ATTEMPT_TIMEOUT = 1.0
-_RETRY_PREFIX = "%RETRY%"
 
 
 @dataclass(slots=True)
@@ -158,6 +158,8 @@ class Producer:
         self._uniq: UniqKeyGenerator | None = None
         self._stats = ProducerStatistics()
         self._reserved = RESERVED_PROPERTY_KEYS
+        #: False when the producer runs on another client's instance (see :meth:`_attach`).
+        self._owns_instance = True
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -191,12 +193,41 @@ class Producer:
     def _started(self, instance: ClientInstance) -> None:
         """Hook for subclasses (transaction producer) to register broker handlers."""
 
+    def _attach(self, instance: ClientInstance) -> None:
+        """Send through ``instance``, which another client owns and closes (Java's inner producer).
+
+        The producer then uses that client's connections, RPC hooks (ACL), TLS, timeouts and
+        heartbeats (its group is added to them), as Java's ``MQClientInstance`` does with its
+        ``CLIENT_INNER_PRODUCER``: a consumer re-sends through it and never opens a second client.
+        :meth:`_detach` ends the use; the instance stays open.
+
+        Raises:
+            StateError: the producer is already started.
+        """
+        if self._instance is not None:
+            raise StateError("this producer is already started")
+        instance.add_producer_group(self.group)
+        self._uniq = UniqKeyGenerator(ip=instance.config.client_ip)
+        self._started(instance)
+        self._instance = instance
+        self._owns_instance = False
+
+    def _detach(self) -> None:
+        """Stop using an instance given to :meth:`_attach` (no I/O: its owner unregisters it)."""
+        if self._instance is not None and not self._owns_instance:
+            self._instance.remove_producer_group(self.group)
+            self._instance = None
+            self._owns_instance = True
+
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
+        if not self._owns_instance:
+            self._detach()
+            return None
         instance, self._instance = self.instance, None
         return await instance.__aexit__(exc_type, exc, tb)
 
@@ -472,7 +503,7 @@ class Producer:
             sys_flag |= SysFlag.TRANSACTION_PREPARED_TYPE
         reconsume_times = "0"
         max_reconsume_times = None
-        if mq.topic.startswith(_RETRY_PREFIX):
+        if is_retry_topic(mq.topic):
             properties = dict(properties)
             reconsume_times = properties.pop(PropertyKey.RECONSUME_TIME, "") or "0"
             max_reconsume_times = properties.pop(PropertyKey.MAX_RECONSUME_TIMES, None)

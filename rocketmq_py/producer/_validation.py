@@ -31,6 +31,7 @@ from typing import Final
 
 from rocketmq_py.errors import EmptyBody, InvalidGroup, InvalidTopic, MessageTooLarge, ReservedProperty
 from rocketmq_py.protocol._message import Message
+from rocketmq_py.protocol._names import is_group_topic
 from rocketmq_py.protocol._properties import SYSTEM_PROPERTY_KEYS, PropertyKey
 
 __all__ = [
@@ -60,8 +61,6 @@ GROUP_MAX_LENGTH: Final = 120
 #: The placeholder producer group a real producer may not use (Java ``MixAll.DEFAULT_PRODUCER_GROUP``).
 DEFAULT_PRODUCER_GROUP: Final = "DEFAULT_PRODUCER"
 
-_RETRY_PREFIX: Final = "%RETRY%"  # Java MixAll.RETRY_GROUP_TOPIC_PREFIX
-_DLQ_PREFIX: Final = "%DLQ%"  # Java MixAll.DLQ_GROUP_TOPIC_PREFIX
 _LEGAL = re.compile(r"[%|a-zA-Z0-9_-]+")
 _LEGAL_TEXT: Final = "^[%|a-zA-Z0-9_-]+$"
 
@@ -128,9 +127,7 @@ def validate_topic(topic: str) -> None:
         raise InvalidTopic(topic, "the topic is blank")
     if _LEGAL.fullmatch(topic) is None:
         raise InvalidTopic(topic, f"contains illegal characters, allowing only {_LEGAL_TEXT}")
-    limit = (
-        RETRY_OR_DLQ_TOPIC_MAX_LENGTH if topic.startswith((_RETRY_PREFIX, _DLQ_PREFIX)) else TOPIC_MAX_LENGTH
-    )
+    limit = RETRY_OR_DLQ_TOPIC_MAX_LENGTH if is_group_topic(topic) else TOPIC_MAX_LENGTH
     if len(topic) > limit:
         raise InvalidTopic(topic, f"{len(topic)} characters, longer than the maximum of {limit}")
     if (

@@ -24,6 +24,7 @@ from typing import Final
 
 from rocketmq_py.errors import InvalidMessage, LocalProtocolError, MalformedMessage
 from rocketmq_py.protocol._message import Message
+from rocketmq_py.protocol._names import is_retry_topic
 from rocketmq_py.protocol._properties import decode_properties, encode_properties_bytes
 
 __all__ = ["decode_batch", "encode_batch", "iter_batch", "validate_batch"]
@@ -33,8 +34,6 @@ _HEAD: Final = struct.Struct(">iiiii")
 _PROPS_LEN: Final = struct.Struct(">h")
 _FIXED: Final = _HEAD.size + _PROPS_LEN.size  # 22 bytes around body and properties
 _MAX_INT32: Final = 2**31 - 1
-#: Prefix of the per-group retry topics, which Java refuses in batches.
-RETRY_TOPIC_PREFIX: Final = "%RETRY%"
 
 
 def _encode_one(message: Message, parts: list[bytes]) -> None:
@@ -127,7 +126,7 @@ def validate_batch(messages: Sequence[Message]) -> None:
     for message in messages:
         if message.topic != topic:
             raise InvalidMessage(f"a batch goes to one topic, got {topic!r} and {message.topic!r}")
-        if message.topic.startswith(RETRY_TOPIC_PREFIX):
+        if is_retry_topic(message.topic):  # Java refuses retry topics in batches
             raise InvalidMessage(f"retry topic {message.topic!r} is not allowed in a batch")
         if message.delay_level > 0:
             raise InvalidMessage("delayed messages are not allowed in a batch")

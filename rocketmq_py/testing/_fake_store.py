@@ -96,6 +96,7 @@ from rocketmq_py.protocol._headers import (
     to_ext_fields,
 )
 from rocketmq_py.protocol._message import Message, MessageExt
+from rocketmq_py.protocol._names import dlq_topic, is_retry_topic, retry_topic
 from rocketmq_py.protocol._properties import PropertyKey, decode_properties
 from rocketmq_py.protocol._stored import encode_stored_message
 from rocketmq_py.protocol._versions import V5_1_1
@@ -322,7 +323,7 @@ class FakeStore:
         header, queue_id = self._send_header(request)
         topic = header.topic
         max_times = header.max_reconsume_times if header.max_reconsume_times is not None else 16
-        if topic.startswith("%RETRY%") and (header.reconsume_times or 0) >= max_times:
+        if is_retry_topic(topic) and (header.reconsume_times or 0) >= max_times:
             topic = "%DLQ%" + topic.removeprefix("%RETRY%")  # the broker's handleRetryAndDLQ
             if topic not in self.topics:
                 self.add_topic(topic, queues=_GROUP_TOPIC_QUEUES, perm=DEFAULT_PERM)
@@ -467,7 +468,7 @@ class FakeStore:
             members = self.consumers.setdefault(consumer.group_name, [])
             if data.client_id not in members:
                 members.append(data.client_id)
-            retry = "%RETRY%" + consumer.group_name
+            retry = retry_topic(consumer.group_name)
             if retry not in self.topics:  # as the broker: created with the group's first heartbeat
                 self.add_topic(retry, queues=_GROUP_TOPIC_QUEUES, perm=DEFAULT_PERM)
         return _answer(request)
@@ -501,10 +502,10 @@ class FakeStore:
         max_times = header.max_reconsume_times if header.max_reconsume_times is not None else 16
         delay_level = header.delay_level
         if original.reconsume_times >= max_times or delay_level < 0:
-            topic = "%DLQ%" + header.group
+            topic = dlq_topic(header.group)
             properties.pop(PropertyKey.DELAY_TIME_LEVEL, None)
         else:
-            topic = "%RETRY%" + header.group
+            topic = retry_topic(header.group)
             properties[PropertyKey.DELAY_TIME_LEVEL] = str(delay_level or 3 + original.reconsume_times)
         if topic not in self.topics:
             self.add_topic(topic, queues=_GROUP_TOPIC_QUEUES, perm=DEFAULT_PERM)

@@ -12,13 +12,11 @@ from rocketmq_py.consumer._flow import (
     FlowLimits,
     FlowReason,
     FlowVerdict,
-    dlq_topic,
     flow_control,
-    retry_topic,
 )
 from rocketmq_py.consumer._process_queue import ProcessQueue
 from rocketmq_py.errors import ClientError
-from rocketmq_py.protocol import MessageExt
+from rocketmq_py.protocol import MessageExt, dlq_topic, retry_topic
 
 MIB = 1024 * 1024
 

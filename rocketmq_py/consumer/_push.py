@@ -198,6 +198,8 @@ class _Queue:
     #: (orderly) messages arrived / state changed: the queue's consume task looks again.
     wake: trio.Event = field(default_factory=trio.Event)
     suspended_until: float = 0.0
+    #: The pull loop waits for the consume workers to take its messages (it is alive, not idle).
+    handing_off: bool = False
     #: The offset last committed (to the broker or the local file) by this consumer, -1 none.
     persisted_offset: int = -1
 
@@ -285,6 +287,10 @@ class PushConsumer:
         handoff_timeout: seconds a revoked queue waits for its running listener calls.
         handoff_delay: seconds a newly assigned queue waits before its committed offset is read,
             when the group has other members (see the module docstring); 0 turns it off.
+        pull_max_idle_time: a queue whose pull loop has not tried a pull for this many seconds
+            (a lost pull loop) is dropped and rebuilt by the next rebalance (Java's
+            ``rocketmq.client.pull.pullMaxIdleTime``, 120 s). Every pull attempt counts, failed
+            or not, and so does waiting for busy listeners to take the pulled messages.
         offsets_dir: (broadcasting) directory of the local offset files (default
             ``ROCKETMQ_PY_OFFSETS_DIR`` or ``~/.rocketmq_offsets``).
         instance_name, client_ip, ...: :class:`ClientConfig` options. A broadcasting consumer
@@ -314,6 +320,7 @@ class PushConsumer:
         rebalance_listener: RebalanceListener | None = None,
         handoff_timeout: float = 5.0,
         handoff_delay: float = 1.0,
+        pull_max_idle_time: float = PULL_MAX_IDLE_TIME_MS / 1000,
         offsets_dir: str | None = None,
         config: ClientConfig | None = None,
         **client_options: Any,
@@ -325,6 +332,7 @@ class PushConsumer:
         self.rebalance_listener = rebalance_listener
         self.handoff_timeout = handoff_timeout
         self.handoff_delay = handoff_delay
+        self.pull_max_idle_time = pull_max_idle_time
         self.offsets_dir = offsets_dir
         if max_reconsume_times is None:
             max_reconsume_times = MAX_RECONSUME_TIMES_ORDERLY if orderly else MAX_RECONSUME_TIMES
@@ -613,7 +621,7 @@ class PushConsumer:
                 continue
             if mq not in allocated:
                 revoked.append(state)
-            elif state.pq.is_pull_expired(now, PULL_MAX_IDLE_TIME_MS / 1000):
+            elif not state.handing_off and state.pq.is_pull_expired(now, self.pull_max_idle_time):
                 log.warning(
                     "%s: pull of %s idle for %.0f s: dropping and rebuilding it",
                     self.group,
@@ -772,18 +780,17 @@ class PushConsumer:
         mq, pq = state.mq, state.pq
         routes, api = self.instance.routes, self.instance.api
         broker_id = 0
-        pq.last_pull_time = trio.current_time()
         with state.scope:
             while not pq.dropped:
+                # Every attempt counts as a pull, whatever comes of it (Java stamps
+                # lastPullTimestamp first thing in pullMessage): only a lost loop goes idle.
+                pq.last_pull_time = trio.current_time()
                 state.flow = flow_control(pq, self._limits, orderly=self.orderly)
                 if state.flow is not None:
-                    # Paused on purpose, not idle (Java stamps lastPullTimestamp before the check).
-                    pq.last_pull_time = trio.current_time()
                     await trio.sleep(state.flow.delay_ms / 1000)
                     continue
                 if self.orderly and not self.broadcasting and not pq.locked:
                     # Java pulls an orderly queue only while it is locked; the renewal may lock it again.
-                    pq.last_pull_time = trio.current_time()
                     await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
                     continue
                 sub = self._subscriptions.get(mq.topic)
@@ -826,7 +833,6 @@ class PushConsumer:
                     log.info("pull of %s from %s failed: %s", mq, found.address, exc)
                     await trio.sleep(pull_error_delay_ms(exc) / 1000)
                     continue
-                pq.last_pull_time = trio.current_time()
                 broker_id = result.suggest_which_broker_id
                 action = next_pull_action(
                     result,
@@ -878,8 +884,13 @@ class PushConsumer:
     async def _dispatch(self, state: _Queue, msgs: Sequence[MessageExt]) -> None:
         assert self._send is not None
         size = self.consume_batch_max_size
-        for start in range(0, len(msgs), size):
-            await self._send.send((state, list(msgs[start : start + size])))
+        state.handing_off = True  # busy workers are no reason to drop the queue as idle
+        try:
+            for start in range(0, len(msgs), size):
+                await self._send.send((state, list(msgs[start : start + size])))
+        finally:
+            state.handing_off = False
+            state.pq.last_pull_time = trio.current_time()
 
     # --- consuming ---------------------------------------------------------------------------------
 

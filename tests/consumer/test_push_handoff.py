@@ -248,17 +248,17 @@ async def test_queue_rebuilt_after_an_idle_pull_is_not_announced_to_the_listener
     """Dropping and rebuilding an idle pull keeps the queue: neither on_revoked nor on_assigned."""
     a0, a1, b0, b1 = cluster.queues()
     events = Events(cluster)
-    cluster.a.never_reply(RequestCode.PULL_MESSAGE)  # broker-a's pulls go idle
+    cluster.a.never_reply(RequestCode.PULL_MESSAGE)  # broker-a's pulls outlast the idle limit
 
     def offset_queries() -> int:
         return len(cluster.a.requests(RequestCode.QUERY_CONSUMER_OFFSET))
 
-    async with make_consumer(rebalance_listener=events) as consumer:
+    async with make_consumer(rebalance_listener=events, pull_max_idle_time=10) as consumer:
         assert events.of_topic("assigned", cluster.topic) == [[a0, a1, b0, b1]]
         calls = list(events.calls)  # the topic's and the retry topic's
         first = offset_queries()  # a0, a1 and the retry topic's queue
-        await trio.sleep(119)
-        await cluster.wait_until(lambda: offset_queries() == 2 * first)  # rebuilt after 120 s idle
+        await trio.sleep(19)
+        await cluster.wait_until(lambda: offset_queries() == 2 * first)  # rebuilt: idle past 10 s
         await trio.sleep(30)
         assert {a0, a1, b0, b1} <= set(consumer.owned_queues())
         assert events.calls == calls

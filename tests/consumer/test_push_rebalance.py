@@ -235,22 +235,28 @@ async def test_subscription_and_heartbeat_reach_every_broker_before_any_pull(
 # --- idle pulls ----------------------------------------------------------------------------------
 
 
-async def test_queue_whose_pull_is_idle_for_120_s_is_dropped_and_rebuilt(
+async def test_queue_whose_pull_attempt_outlasts_the_idle_limit_is_dropped_and_rebuilt(
     cluster: Cluster,
     make_consumer: MakeConsumer,
     recorder: Recorder,
     autojump_clock: trio.testing.MockClock,
 ) -> None:
+    """A pull loop stuck in one attempt for longer than ``pull_max_idle_time`` counts as lost.
+
+    Every attempt stamps the queue (tests/consumer/test_push_idle.py): with Java's 120 s limit
+    and its 30-s pull timeout, only a loop that stopped altogether goes idle. A limit shorter
+    than one held pull shows the rebuild.
+    """
     a0, _, b0, _ = cluster.queues()
-    cluster.a.never_reply(RequestCode.PULL_MESSAGE)  # broker-a holds every pull forever
-    async with make_consumer() as consumer:
+    cluster.a.never_reply(RequestCode.PULL_MESSAGE)  # broker-a holds every pull for its 30 s
+    async with make_consumer(pull_max_idle_time=10) as consumer:
         start = trio.current_time()
         assert offset_queries(cluster, a0) == 1
-        await trio.sleep_until(start + 119)
+        await trio.sleep_until(start + 19)
         assert offset_queries(cluster, a0) == 1  # still the first ProcessQueue
         await cluster.wait_until(lambda: offset_queries(cluster, a0) == 2)
-        # Found idle at the first rebalance after 120 s: the one at 120 s, or at 140 s.
-        assert 120 <= trio.current_time() - start <= 141
+        # Found idle at the first rebalance after 10 s inside one attempt: the one at 20 s.
+        assert 20 <= trio.current_time() - start <= 21
         assert a0 in consumer.owned_queues()
         assert offset_queries(cluster, b0) == 1  # broker-b's queues answered all along
 

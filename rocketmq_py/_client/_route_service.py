@@ -124,6 +124,25 @@ class RouteService:
             raise RouteNotFound(topic, self.namesrv_addrs, f"broker {broker_name} has no master address")
         return address
 
+    async def require_replica(self, topic: str, broker_name: str) -> str:
+        """The master of ``broker_name``, else any slave of it; ``topic``'s route fetched once if none.
+
+        Java's ``RemoteBrokerOffsetStore`` reads and commits consume offsets this way
+        (``findBrokerAddressInSubscribe(name, MASTER_ID, false)``): while a master is down, its
+        slave keeps the group's offsets.
+
+        Raises:
+            RouteNotFound: the broker has no address even after a fresh route.
+            TransportError, BrokerError: the route could not be fetched.
+        """
+        found = self.find_broker(broker_name)
+        if found is None:
+            await self.update(topic)
+            found = self.find_broker(broker_name)
+        if found is None:
+            raise RouteNotFound(topic, self.namesrv_addrs, f"broker {broker_name} has no address")
+        return found.address
+
     def brokers_with_master(self) -> dict[str, str]:
         """Broker name -> master address, for heartbeats."""
         return {name: addrs[0] for name, addrs in self._brokers.items() if 0 in addrs}

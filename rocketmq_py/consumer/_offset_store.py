@@ -2,8 +2,10 @@
 
 The table holds, per owned queue, the offset to commit: the smallest offset still in flight (see
 ``ProcessQueue.remove_messages``), only ever moved forward by consumption. ``persist_all`` sends
-every entry to its broker's master with a oneway UPDATE_CONSUMER_OFFSET (every 5 s, as Java);
-``persist`` sends one synchronously (a queue being dropped, shutdown).
+every entry to its broker with a oneway UPDATE_CONSUMER_OFFSET (every 5 s, as Java); ``persist``
+sends one synchronously (a queue being dropped, shutdown). The broker is its master, or while the
+master is down a slave of it (Java ``findBrokerAddressInSubscribe(name, MASTER_ID, false)``): the
+slave keeps the group's offsets meanwhile, and queues assigned then still find where to start.
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ class RemoteOffsetStore:
     def snapshot(self) -> dict[MessageQueue, int]:
         return dict(self._table)
 
-    async def _master(self, mq: MessageQueue) -> str:
-        return await self._routes.require_master(mq.topic, mq.broker_name)
+    async def _broker(self, mq: MessageQueue) -> str:
+        return await self._routes.require_replica(mq.topic, mq.broker_name)
 
     async def read_from_broker(self, mq: MessageQueue) -> int:
         """The broker's stored offset (>= 0), -1 when it has none; also kept in memory.
@@ -57,7 +59,7 @@ class RemoteOffsetStore:
             RocketMQError: the broker could not be asked (Java's -2: retry later).
         """
         offset = await self._api.query_consumer_offset(
-            await self._master(mq), self.group, mq.topic, mq.queue_id, mq.broker_name
+            await self._broker(mq), self.group, mq.topic, mq.queue_id, mq.broker_name
         )
         if offset >= 0:
             self.update(mq, offset, increase_only=False)
@@ -69,7 +71,7 @@ class RemoteOffsetStore:
         if offset is None:
             return
         await self._api.update_consumer_offset(
-            await self._master(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
+            await self._broker(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
         )
 
     async def persist_all(self, owned: Iterable[MessageQueue] | None = None) -> int:
@@ -86,7 +88,7 @@ class RemoteOffsetStore:
         for mq, offset in list(self._table.items()):
             try:
                 await self._api.update_consumer_offset_oneway(
-                    await self._master(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
+                    await self._broker(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
                 )
                 sent += 1
             except RocketMQError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pytest
@@ -158,3 +159,32 @@ async def test_offset_illegal_drops_the_queue_fixes_the_offset_and_rebuilds_it(
         cluster.put(a0, 1)
         await cluster.wait_until(lambda: len(recorder.messages) == 1)
     assert recorder.offsets(a0) == [3]
+
+
+def _slave_only_route(cluster: Cluster) -> None:
+    """broker-a's master is gone from the routes: only its slave (id 1, the same fake) remains."""
+    for topic, queues in ((cluster.topic, 2), (cluster.retry, 1)):
+        route = cluster.route(cluster.a, cluster.b, queues=queues)
+        datas = tuple(
+            replace(data, broker_addrs={1: cluster.a.address}) if data.broker_name == "broker-a" else data
+            for data in route.broker_datas
+        )
+        cluster.namesrv.set_route(topic, replace(route, broker_datas=datas))
+
+
+async def test_offsets_are_read_and_committed_via_the_slave_while_the_master_is_gone(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Java's RemoteBrokerOffsetStore falls back to any replica of the broker (findBrokerAddressInSubscribe)."""
+    a0 = cluster.queues()[0]
+    cluster.put(a0, 8)
+    cluster.a.consumer_offsets[(cluster.group, cluster.topic, 0)] = 5  # committed before the master died
+    _slave_only_route(cluster)
+    async with make_consumer(persist_interval=5) as consumer:
+        await cluster.wait_until(lambda: recorder.offsets(a0) == [5, 6, 7])
+        await cluster.wait_until(lambda: cluster.a.consumer_offsets[(cluster.group, cluster.topic, 0)] == 8)
+        assert consumer.offsets.get(a0) == 8
+    assert cluster.offset_updates(cluster.a, a0)  # committed to broker-a's slave

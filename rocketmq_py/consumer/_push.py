@@ -498,6 +498,7 @@ class PushConsumer:
             with trio.move_on_after(self.config.request_timeout) as scope:
                 scope.shield = True
                 await self._persist_owned()
+                await self._unlock_owned()
         finally:
             result = await stack.__aexit__(exc_type, exc, tb)
             self._instance = None
@@ -519,6 +520,13 @@ class PushConsumer:
     async def _persist_owned(self) -> None:
         for state in list(self._queues.values()):
             await self._persist_one(state)
+
+    async def _unlock_owned(self) -> None:
+        """(Orderly, closing) release the locks the handoff kept for calls now cancelled."""
+        if self.orderly and not self.broadcasting and self._queues:
+            await unlock_queues(
+                self.instance.api, self.instance.routes, self.group, self.client_id, list(self._queues)
+            )
 
     async def _persist_one(self, state: _Queue) -> None:
         """Commit one queue's offset synchronously (logged on failure)."""
@@ -722,21 +730,36 @@ class PushConsumer:
             for state in states:
                 while state.inflight:
                     await state.quiet.wait()
-        late = [state.mq for state in states if state.inflight]
+        late = [state for state in states if state.inflight]
+        # An orderly queue is never unlocked while a listener call runs on it (Java
+        # tryRemoveOrderMessageQueue): another member would consume behind it, out of order. It
+        # stays, revoking and locked (the lock loop renews it), until the call returns.
+        held = late if self.orderly and not self.broadcasting else []
         if late:
             log.warning(
-                "%s: listener calls on %s still running after %g s: the next owner consumes them again",
+                "%s: listener calls on %s still running after %g s: %s",
                 self.group,
-                late,
+                [state.mq for state in late],
                 self.handoff_timeout,
+                "their queues stay locked until they return"
+                if held
+                else "the next owner consumes them again",
             )
         if notify and self.rebalance_listener is not None:
             await self._notify_listener("on_revoked", [state.mq for state in states])
+        done = [state for state in states if state not in held]
+        await self._release(done)
+        for state in held:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._release_when_quiet, state)
+
+    async def _release(self, states: list[_Queue]) -> None:
+        """The end of a handoff: commit synchronously, unlock (orderly), forget."""
         for state in states:
             state.pq.dropped = True  # from here on, nothing moves the offsets
         for state in states:
             await self._persist_one(state)
-        if self.orderly and not self.broadcasting:
+        if self.orderly and not self.broadcasting and states:
             await unlock_queues(
                 self.instance.api, self.instance.routes, self.group, self.client_id, [s.mq for s in states]
             )
@@ -746,6 +769,16 @@ class PushConsumer:
             if self._queues.get(state.mq) is state:
                 del self._queues[state.mq]
                 self.offsets.remove(state.mq)
+
+    async def _release_when_quiet(self, state: _Queue) -> None:
+        """(Orderly) hand a revoked queue off once the listener call still running on it returns.
+
+        The call's result counts (the queue is still ours and locked), so the commit includes it.
+        """
+        while state.inflight:
+            await state.quiet.wait()
+        if not state.pq.dropped:
+            await self._release([state])
 
     async def _lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
         locked = await lock_queues(
@@ -763,7 +796,8 @@ class PushConsumer:
         """(Orderly) renew the lock of every owned queue every 20 s (Java ``lockAll``)."""
         while True:
             await trio.sleep(REBALANCE_LOCK_INTERVAL_MS / 1000)
-            owned = [state for state in self._queues.values() if not state.revoking]
+            # Revoked queues still held for a running listener call keep their lock too.
+            owned = [state for state in self._queues.values() if not state.pq.dropped]
             if not owned:
                 continue
             locked = await self._lock(state.mq for state in owned)

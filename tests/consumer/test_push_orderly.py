@@ -295,3 +295,43 @@ async def test_rebalanced_away_queue_is_committed_then_unlocked(
         unlock = next(i for i, c in enumerate(received) if c.code == RequestCode.UNLOCK_BATCH_MQ)
         assert commit < unlock
         assert cluster.b.consumer_offsets[(cluster.group, cluster.topic, 0)] == 3
+
+
+async def test_a_revoked_queue_stays_locked_while_its_listener_runs_past_the_handoff_timeout(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Java never unlocks an orderly queue whose consume lock is held: its order would break.
+
+    (``RebalancePushImpl.tryRemoveOrderMessageQueue``: the queue stays until the running call
+    returns; only then is the offset committed and the broker lock released.)
+    """
+    _, _, b0, _ = cluster.queues()
+    release = trio.Event()
+    started = trio.Event()
+
+    async def stuck_on_b0(msgs: list[MessageExt]) -> None:
+        if msgs[0].store_host == cluster.b.address and msgs[0].queue_offset == 1:
+            started.set()
+            await release.wait()
+
+    recorder.hook = stuck_on_b0
+    cluster.answer_consumer_ids(ME)
+    async with make_consumer(orderly=True, handoff_timeout=2) as consumer:
+        cluster.put(b0, 3)
+        await started.wait()
+        cluster.answer_consumer_ids(ME, OTHER)
+        await cluster.notify_ids_changed(cluster.a)
+        await trio.sleep(60)  # far past the handoff timeout and a 20-s lock renewal
+        assert holders(cluster).get(b0) == ME  # nobody else could lock b0 meanwhile
+        assert b0 not in unlocked_queues(cluster)
+        assert cluster.b._store.locks[(cluster.group, b0)][1] > trio.current_time() - 30  # renewed
+        release.set()
+        await cluster.wait_until(lambda: b0 in unlocked_queues(cluster))
+        await cluster.wait_until(lambda: b0 not in consumer.owned_queues())
+        assert b0 not in holders(cluster)
+        # The running call finished, so its message counts: the commit says 2, then the unlock.
+        assert cluster.b.consumer_offsets[(cluster.group, cluster.topic, 0)] == 2
+        assert offsets_of(cluster, recorder, b0) == [0, 1]

@@ -833,7 +833,8 @@ class PushConsumer:
                     await refresh_quietly(routes, mq.topic)
                     await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
                     continue
-                commit_offset = self.offsets.get(mq)
+                # Java asks the broker to commit on the pull in CLUSTERING only, and never a slave.
+                commit_offset = -1 if self.broadcasting else self.offsets.get(mq)
                 header = PullMessageRequestHeader(
                     consumer_group=self.group,
                     topic=mq.topic,

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import trio
+import trio.testing
 
 from rocketmq_py.consumer._local_offset_store import LocalOffsetStore
+from rocketmq_py.consumer._pull_result import PullSysFlag
 from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
 from rocketmq_py.protocol import MessageExt, MessageModel, RequestCode
 
@@ -118,3 +120,24 @@ async def test_two_members_both_consume_everything(
         stored = [m.body for mq in cluster.queues() for m in cluster.put(mq, 3)]
         await cluster.wait_until(lambda: len(got["one"]) == len(got["two"]) == 12)
     assert sorted(got["one"]) == sorted(got["two"]) == sorted(stored)
+
+
+async def test_broadcasting_pulls_never_ask_the_broker_to_commit(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    tmp_path: Path,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Java sets the pull's commit-offset flag for CLUSTERING only: a member's local offsets must
+    not leak into the broker's offset table of the group."""
+    a0 = cluster.queues()[0]
+    async with make_consumer(message_model="BROADCASTING", offsets_dir=str(tmp_path)) as consumer:
+        cluster.put(a0, 3)
+        await cluster.wait_until(lambda: len(recorder.messages) == 3)
+        await cluster.wait_until(lambda: len(cluster.pulls(cluster.a, a0)) == 3)
+        assert consumer.offsets.get(a0) == 3
+    for header in cluster.pulls(cluster.a, a0):
+        assert header.sys_flag & PullSysFlag.COMMIT_OFFSET == 0
+        assert header.commit_offset == 0
+    assert (cluster.group, cluster.topic, 0) not in cluster.a.consumer_offsets

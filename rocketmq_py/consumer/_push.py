@@ -1080,34 +1080,42 @@ class PushConsumer:
     async def _orderly_loop(self, state: _Queue) -> None:
         """(Orderly) the one task consuming ``state``'s queue, in offset order, while it is locked."""
         pq = state.pq
-        lock_live = REBALANCE_LOCK_MAX_LIVE_TIME_MS / 1000
         while not (pq.dropped or state.revoking):
-            now = trio.current_time()
-            if state.suspended_until > now:
+            if state.suspended_until > trio.current_time():
                 with trio.move_on_at(state.suspended_until):
                     await state.wake.wait()  # only a revoke wakes a suspended queue early
                 continue
             if not pq.has_pending_messages():
                 await state.wake.wait()
                 continue
-            if not self.broadcasting and (not pq.locked or pq.is_lock_expired(now, lock_live)):
-                # Java tryLockLaterAndReconsume: lock just this queue, else look again later.
-                if state.mq not in await self._lock([state.mq]):
-                    pq.locked = False
-                    with trio.move_on_after(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000):
-                        await state.wake.wait()
-                continue
             async with self._orderly_slots:
                 if pq.dropped or state.revoking:
                     break
-                msgs = pq.take_messages(self.consume_batch_max_size)
-                if not msgs:
+                # Checked right before the call: the wait for a slot may have outlasted the lock.
+                if await self._hold_lock(state):
+                    msgs = pq.take_messages(self.consume_batch_max_size)
+                    if msgs:
+                        state.begin()
+                        try:
+                            await self._consume_orderly(state, msgs)
+                        finally:
+                            state.end()
                     continue
-                state.begin()
-                try:
-                    await self._consume_orderly(state, msgs)
-                finally:
-                    state.end()
+            # Java tryLockLaterAndReconsume: the lock could not be had; look again later.
+            with trio.move_on_after(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000):
+                await state.wake.wait()
+
+    async def _hold_lock(self, state: _Queue) -> bool:
+        """(Orderly) whether the queue's broker lock is ours now, locking it again if it lapsed."""
+        pq = state.pq
+        if self.broadcasting:
+            return True
+        if pq.locked and not pq.is_lock_expired(trio.current_time(), REBALANCE_LOCK_MAX_LIVE_TIME_MS / 1000):
+            return True
+        if state.mq in await self._lock([state.mq]):
+            return True
+        pq.locked = False
+        return False
 
     async def _consume_orderly(self, state: _Queue, msgs: list[MessageExt]) -> None:
         pq = state.pq

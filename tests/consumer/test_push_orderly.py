@@ -335,3 +335,33 @@ async def test_a_revoked_queue_stays_locked_while_its_listener_runs_past_the_han
         # The running call finished, so its message counts: the commit says 2, then the unlock.
         assert cluster.b.consumer_offsets[(cluster.group, cluster.topic, 0)] == 2
         assert offsets_of(cluster, recorder, b0) == [0, 1]
+
+
+async def test_a_lock_lost_while_waiting_for_a_consume_slot_stops_that_queue(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The lock is checked right before each consume, not before waiting for a free slot."""
+    a0, _, b0, _ = cluster.queues()
+    a0_started = trio.Event()
+
+    async def slow_on_a0(msgs: list[MessageExt]) -> None:
+        if msgs[0].store_host == cluster.a.address:
+            a0_started.set()
+            await trio.sleep(40)  # holds the only consume slot
+
+    recorder.hook = slow_on_a0
+    cluster.answer_consumer_ids(ME)
+    async with make_consumer(orderly=True, consume_concurrency=1):
+        cluster.put(a0, 1)
+        await a0_started.wait()
+        cluster.put(b0, 1)  # b0 is locked and waits for the slot
+        await trio.sleep(5)
+        # Another member takes b0's broker lock: the renewal at 20 s fails.
+        cluster.b._store.locks[(cluster.group, b0)] = (OTHER, trio.current_time() + 1000)
+        await trio.sleep(60)  # the slot is free again from 40 s on
+        assert offsets_of(cluster, recorder, b0) == []  # not consumed without the lock
+        del cluster.b._store.locks[(cluster.group, b0)]
+        await cluster.wait_until(lambda: offsets_of(cluster, recorder, b0) == [0])

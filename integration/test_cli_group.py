@@ -37,7 +37,7 @@ from rocketmq_py.cli import EXIT_INTERRUPTED, EXIT_OK, main
 from rocketmq_py.cli._admin import open_admin
 from rocketmq_py.cli._group import collect_group
 from rocketmq_py.cli._inspect import GroupReport
-from rocketmq_py.consumer._commands import command_handlers
+from rocketmq_py.consumer._broker_requests import command_handlers
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.protocol import (
     MessageQueue,

@@ -28,8 +28,8 @@ from rocketmq_py.errors import (
 
 if TYPE_CHECKING:
     from rocketmq_py._client._config import ClientConfig
+    from rocketmq_py.consumer._listener import ConsumeOrderlyStatus
     from rocketmq_py.consumer._lite_pull import LitePullConsumer
-    from rocketmq_py.consumer._orderly import ConsumeOrderlyStatus
     from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer, QueueStatistics, RebalanceListener
     from rocketmq_py.producer._fault import FaultConfig
     from rocketmq_py.producer._producer import Producer

@@ -72,6 +72,9 @@ __all__ = [
     "UnknownSerializeType",
     "broker_error_class",
     "broker_error_for",
+    "first_of_ours",
+    "leaf_exceptions",
+    "unwrap_single",
 ]
 
 
@@ -638,3 +641,31 @@ class OffsetStoreError(RocketMQError):
 
 class OffsetFileCorrupt(OffsetStoreError):
     """Neither the offset file nor its ``.bak`` parses (delete both to start over)."""
+
+
+# --- exception groups ------------------------------------------------------------------------------
+# trio nurseries raise ExceptionGroups, even around one error. These helpers take our errors out of
+# them wherever a caller wants the error itself (the CLI, the blocking facade, Spark's driver).
+
+
+def leaf_exceptions(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc``, depth first, groups flattened (``[exc]`` for a plain one)."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return [exc]
+    leaves: list[BaseException] = []
+    for inner in exc.exceptions:
+        leaves.extend(leaf_exceptions(inner))
+    return leaves
+
+
+def unwrap_single(exc: BaseException) -> BaseException:
+    """``exc`` without the groups around it as long as each holds exactly one exception."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def first_of_ours(exc: BaseException) -> BaseException:
+    """The first :class:`RocketMQError` inside ``exc``, else its first exception of any kind."""
+    leaves = leaf_exceptions(exc)
+    return next((leaf for leaf in leaves if isinstance(leaf, RocketMQError)), leaves[0])

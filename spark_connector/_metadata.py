@@ -23,6 +23,7 @@ from rocketmq_py.errors import (
     RouteNotFound,
     SubscriptionGroupNotExist,
     TransportError,
+    leaf_exceptions,
 )
 from rocketmq_py.protocol import (
     ConsumeFromWhere,
@@ -68,17 +69,10 @@ def run_with_api(options: ReadOptions, fn: Callable[[RemotingApi], Awaitable[T]]
     try:
         return trio.run(main)
     except BaseExceptionGroup as group:
-        leaves = _leaves(group)
+        leaves = leaf_exceptions(group)
         if len(leaves) == 1 and isinstance(leaves[0], Exception):
             raise leaves[0] from None
         raise
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return out
 
 
 async def _each_namesrv(options: ReadOptions, call: Callable[[str], Awaitable[T]]) -> T:

@@ -38,15 +38,16 @@ import trio
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.consumer._filter import MessageFilter
-from rocketmq_py.consumer._pull_result import PullSysFlag
+from rocketmq_py.errors import unwrap_single
 from rocketmq_py.protocol import (
     MessageExt,
-    PullMessageRequestHeader,
+    MessageQueue,
     PullMessageResponseHeader,
     ResponseCode,
     build_subscription_data,
     decode_messages,
     from_ext_fields,
+    pull_request_header,
 )
 from spark_connector._columns import (
     ReplyChunk,
@@ -84,8 +85,6 @@ _RANGE_CONCURRENCY: Final = 4
 #: pull loop; the range is cut into pull-sized segments pulled side by side, emitted in order.
 PIPELINE: Final = 8
 
-_SYS_FLAG: Final = PullSysFlag.SUBSCRIPTION  # expression in the request; no commit, no suspend
-
 
 class _Done:
     pass
@@ -121,23 +120,19 @@ async def _pull(
     batch_rows: int,
 ) -> None:
     subscription = build_subscription_data(r.topic, options.sub_expression, sub_version=0)
+    mq = MessageQueue(r.topic, r.broker_name, r.queue_id)
     offset, end = r.start, r.end
     pending: list[ReplyChunk] = []
     rows = 0
     while offset < end:
-        header = PullMessageRequestHeader(
-            consumer_group=READER_GROUP,
-            topic=r.topic,
-            queue_id=r.queue_id,
-            queue_offset=offset,
-            max_msg_nums=min(options.pull_batch_size, end - offset),
-            sys_flag=_SYS_FLAG,
-            commit_offset=0,
-            suspend_timeout_millis=0,
-            sub_version=0,
-            subscription=subscription.sub_string,
+        # The expression in the request; no commit, no long polling (the range is known to exist).
+        header = pull_request_header(
+            READER_GROUP,
+            mq,
+            offset=offset,
+            max_msgs=min(options.pull_batch_size, end - offset),
             expression_type=subscription.expression_type,
-            broker_name=r.broker_name,
+            subscription=subscription.sub_string,
         )
         reply = await api.pull_message(address, header, timeout=options.pull_timeout)
         head = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)
@@ -300,7 +295,7 @@ def iter_partition(partition: RocketMQPartition, options: ReadOptions) -> Iterat
         try:
             trio.run(_produce, partition, options, out, stop)
         except BaseException as exc:
-            failure.append(_unwrap(exc))
+            failure.append(unwrap_single(exc))
         while not stop.is_set():
             try:
                 out.put(_DONE, timeout=0.2)
@@ -326,9 +321,3 @@ def iter_partition(partition: RocketMQPartition, options: ReadOptions) -> Iterat
             with contextlib.suppress(queue.Empty):
                 out.get(timeout=0.2)
         thread.join()
-
-
-def _unwrap(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc

@@ -65,7 +65,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from rocketmq_py.errors import ClientError, InvalidMessage, RocketMQError
+from rocketmq_py.errors import ClientError, InvalidMessage, RocketMQError, first_of_ours
 from rocketmq_py.producer._producer import DEFAULT_SEND_TIMEOUT, Producer
 from rocketmq_py.producer._selectors import select_by_sharding_key
 from rocketmq_py.producer._validation import MAX_MESSAGE_SIZE, validate_producer_group, validate_topic
@@ -448,21 +448,6 @@ class _Sender:
             await channel.aclose()
 
 
-def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The error to report from a nursery's group: our first typed error, else the first leaf."""
-    leaves: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                walk(inner)
-        else:
-            leaves.append(exc)
-
-    walk(group)
-    return next((e for e in leaves if isinstance(e, RocketMQError)), leaves[0])
-
-
 async def send_messages(
     producer: Producer,
     messages: Iterable[Message],
@@ -483,7 +468,7 @@ async def send_messages(
                 await sender.add(message, row)
             await sender.finish()
     except BaseExceptionGroup as group:
-        error = _first_error(group)
+        error = first_of_ours(group)
         if isinstance(error, Exception):
             raise error from None
         raise

@@ -30,7 +30,6 @@ from typing import Final
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py.protocol import (
     MessageQueue,
-    PullMessageRequestHeader,
     PullMessageResponseHeader,
     RequestCode,
     ResponseCode,
@@ -38,6 +37,7 @@ from rocketmq_py.protocol import (
     SearchOffsetResponseHeader,
     decode_messages,
     from_ext_fields,
+    pull_request_header,
 )
 from rocketmq_py.protocol._versions import supports_boundary_search
 
@@ -58,8 +58,6 @@ MAX_READS: Final = 64
 #: ``boundaryType`` we ask for: the first message at or after the time (Java ``BoundaryType.LOWER``;
 #: brokers before 5.1.4 ignore the field).
 _LOWER: Final = "lower"
-#: PullSysFlag.SUBSCRIPTION: the request carries the expression; no commit, no suspend.
-_READ_SYS_FLAG: Final = 0x4
 #: Seconds a correcting pull may take (the broker does not hold it: no suspend flag).
 _READ_TIMEOUT: Final = 10.0
 
@@ -162,19 +160,9 @@ async def offset_for_timestamp(
 
 
 async def _read(api: RemotingApi, address: str, mq: MessageQueue, offset: int, group: str) -> Window:
-    header = PullMessageRequestHeader(
-        consumer_group=group,
-        topic=mq.topic,
-        queue_id=mq.queue_id,
-        queue_offset=offset,
-        max_msg_nums=READ_BATCH,
-        sys_flag=_READ_SYS_FLAG,
-        commit_offset=0,
-        suspend_timeout_millis=0,
-        sub_version=0,
-        subscription="*",
-        expression_type="TAG",
-        broker_name=mq.broker_name,
+    # Every message, the expression in the request; no commit, no long polling.
+    header = pull_request_header(
+        group, mq, offset=offset, max_msgs=READ_BATCH, expression_type="TAG", subscription="*"
     )
     reply = await api.pull_message(address, header, timeout=_READ_TIMEOUT)
     head = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)

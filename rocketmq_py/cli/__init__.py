@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import trio
 
 from rocketmq_py.cli._parser import PROG, UsageError, parse_command
-from rocketmq_py.errors import RocketMQError
+from rocketmq_py.errors import RocketMQError, leaf_exceptions
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -68,15 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         errors, rest = group.split(RocketMQError)
         if errors is None or rest is not None:
             raise
-        for leaf in _leaves(errors):
+        for leaf in leaf_exceptions(errors):
             err.write(f"{PROG}: error: {leaf}\n")
         return EXIT_ERROR
     finally:
         out.flush()
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    out: list[BaseException] = []
-    for exc in group.exceptions:
-        out.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return out

@@ -24,7 +24,7 @@ from rocketmq_py.cli._parser import (
     SendCommand,
 )
 from rocketmq_py.cli._progress import Progress
-from rocketmq_py.errors import BrokerError, RocketMQError, TransportError
+from rocketmq_py.errors import BrokerError, RocketMQError, TransportError, leaf_exceptions
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.producer._validation import validate_message, validate_topic
 from rocketmq_py.protocol import Message
@@ -156,10 +156,5 @@ async def run_send(command: SendCommand, out: TextIO, err: TextIO) -> int:
 
 def _single_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """The first error of ``group`` when all are ours (workers failing alike), else the group."""
-    matched, rest = group.split(RocketMQError)
-    if matched is None or rest is not None:
-        return group
-    first: BaseException = matched
-    while isinstance(first, BaseExceptionGroup):
-        first = first.exceptions[0]
-    return first
+    leaves = leaf_exceptions(group)
+    return leaves[0] if all(isinstance(leaf, RocketMQError) for leaf in leaves) else group

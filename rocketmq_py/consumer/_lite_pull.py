@@ -23,7 +23,7 @@ It answers the broker's GET_CONSUMER_RUNNING_INFO (``mqadmin consumerStatus`` / 
 properties, subscriptions, one line per assigned queue) and RESET_CONSUMER_CLIENT_OFFSET (each named
 assigned queue is sought to its new offset, which is committed at once); CONSUME_MESSAGE_DIRECTLY
 gets SYSTEM_ERROR, as there is no listener. What it shares with the push consumer (allocation, start
-offsets, pull answers, offset stores) lives in :mod:`._group_client`.
+offsets, pull answers, offset stores) lives in :mod:`._member` and :mod:`._group_client`.
 
 The buffer is a queue of pulled batches in arrival order. :meth:`~LitePullConsumer.poll` returns
 the first batch of a queue that is not paused (a flat list, at most ``pull_batch_size`` messages,
@@ -39,61 +39,42 @@ import logging
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from contextlib import AsyncExitStack
 from os import PathLike
-from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, ClassVar, Final, Self
 
 import trio
 
 from rocketmq_py._client._config import ClientConfig
-from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._timestamp import offset_for_timestamp
-from rocketmq_py._transport._nursery import open_service_nursery
-from rocketmq_py.consumer._allocate import AllocateStrategy, get_strategy, sort_queues
-from rocketmq_py.consumer._commands import install_command_handlers
-from rocketmq_py.consumer._filter import MessageFilter
+from rocketmq_py.consumer._allocate import AllocateStrategy, sort_queues
 from rocketmq_py.consumer._flow import (
     PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
     PULL_THRESHOLD_FOR_QUEUE,
     PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
-    PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
     REBALANCE_INTERVAL_MS,
     FlowLimits,
 )
 from rocketmq_py.consumer._group_client import (
-    allocate_topic,
-    java_strategy_class,
-    next_subscription,
-    open_offset_store,
     process_queue_info,
-    read_pull_reply,
-    refresh_quietly,
-    start_offset,
 )
 from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
-from rocketmq_py.consumer._offset_store_api import OffsetStore
-from rocketmq_py.consumer._pull_result import next_pull_action, pull_error_delay_ms, pull_sys_flag
+from rocketmq_py.consumer._lite_pull_loop import (
+    LITE_BROKER_SUSPEND_MAX_TIME_MS,
+    LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
+    queue_task,
+)
+from rocketmq_py.consumer._member import GroupMember
 from rocketmq_py.errors import ClientError, RocketMQError, StateError
-from rocketmq_py.producer._validation import validate_group, validate_topic
+from rocketmq_py.producer._validation import validate_topic
 from rocketmq_py.protocol import (
-    PROP_ALLOCATE_STRATEGY,
     PROP_CONSUME_ORDERLY,
-    PROP_CONSUME_TYPE,
-    PROP_CONSUMER_START_TIMESTAMP,
-    PROP_NAMESERVER_ADDR,
     ConsumeFromWhere,
-    ConsumeMessageDirectlyResult,
-    ConsumerData,
     ConsumerRunningInfo,
     ConsumeType,
     ExpressionType,
     MessageExt,
     MessageModel,
     MessageQueue,
-    PullMessageRequestHeader,
-    RemotingCommand,
-    RequestCode,
     SubscriptionData,
 )
 
@@ -108,17 +89,13 @@ LITE_PULL_BATCH_SIZE: Final = 10
 PULL_THRESHOLD_FOR_ALL: Final = 10000
 #: Largest offset span buffered per queue (Java lite ``consumeMaxSpan`` = 2000).
 CONSUME_MAX_SPAN: Final = 2000
-#: How long the broker may hold a pull (Java lite ``brokerSuspendMaxTimeMillis`` = 20000).
-LITE_BROKER_SUSPEND_MAX_TIME_MS: Final = 20000
-#: RPC timeout of a held pull (Java lite ``consumerTimeoutMillisWhenSuspend`` = 30000).
-LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS: Final = 30000
 #: Default ``poll`` / ``getmany`` wait (Java ``pollTimeoutMillis`` = 5000).
 POLL_TIMEOUT_MS: Final = 5000
 #: Auto-commit period (Java ``autoCommitIntervalMillis`` = 5000, the same as the offset persister).
 AUTO_COMMIT_INTERVAL_MS: Final = PERSIST_CONSUMER_OFFSET_INTERVAL_MS
 
 
-class LitePullConsumer:
+class LitePullConsumer(GroupMember):
     """Pulls topics on demand: ``poll`` / ``getmany`` / ``async for`` (Java ``DefaultLitePullConsumer``).
 
     Args:
@@ -140,6 +117,10 @@ class LitePullConsumer:
         handoff_delay: ``subscribe`` mode with other members: seconds after a rebalance began
             before a newly assigned queue reads its committed offset (0: at once, as Java).
     """
+
+    _consume_type: ClassVar[ConsumeType] = ConsumeType.CONSUME_ACTIVELY
+    #: No listener: CONSUME_MESSAGE_DIRECTLY is answered SYSTEM_ERROR.
+    _consumes_directly: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -163,17 +144,21 @@ class LitePullConsumer:
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
-        validate_group(group)
         if pull_batch_size < 1 or pull_threshold_for_all < 1:
             raise ClientError("pull_batch_size and pull_threshold_for_all must be at least 1")
-        self.group = group
-        self.config = config or ClientConfig(**client_options)
-        if namesrv is not None:
-            self.config.namesrv = namesrv
-        self.strategy = get_strategy(strategy)
-        self.message_model = MessageModel(message_model)
-        self.consume_from_where = ConsumeFromWhere(consume_from_where)
-        self.consume_timestamp = consume_timestamp
+        super().__init__(
+            group,
+            namesrv=namesrv,
+            strategy=strategy,
+            message_model=message_model,
+            consume_from_where=consume_from_where,
+            consume_timestamp=consume_timestamp,
+            rebalance_interval=rebalance_interval,
+            handoff_delay=handoff_delay,
+            offsets_dir=offsets_dir,
+            config=config,
+            client_options=client_options,
+        )
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
         self.pull_batch_size = pull_batch_size
@@ -185,23 +170,10 @@ class LitePullConsumer:
         )
         self.flow_limits.validate()
         self._buffer = LiteBuffer(self.flow_limits, pull_threshold_for_all)
-        self.rebalance_interval = rebalance_interval
-        self.offsets_dir = offsets_dir
-        self.handoff_delay = handoff_delay
-        self._round_started = 0.0
         self._mode: str | None = None  # "subscribe" or "assign"
-        self._expressions: dict[str, tuple[str, ExpressionType]] = {}
-        self._subscriptions: dict[str, SubscriptionData] = {}
-        self._filters: dict[str, MessageFilter] = {}
         self._assigned: list[MessageQueue] = []  # assign mode: the queues asked for
         self._queues: dict[MessageQueue, LiteQueue] = {}
         self._pending: deque[MessageExt] = deque()  # async for: taken from the buffer, not yet yielded
-        self._rebalance_now = trio.Event()
-        self._instance: ClientInstance | None = None
-        self._offsets: OffsetStore | None = None
-        self._stack: AsyncExitStack | None = None
-        self._nursery: trio.Nursery | None = None
-        self._started_ms = 0
 
     # --- configuration -----------------------------------------------------------------------
 
@@ -211,17 +183,10 @@ class LitePullConsumer:
         Raises:
             StateError: :meth:`assign` was called (the two modes exclude each other).
         """
-        validate_topic(topic)
         if self._mode == "assign":
             raise StateError("subscribe and assign are mutually exclusive: this consumer uses assign")
-        kind = ExpressionType(expression_type.upper())
         self._mode = "subscribe"
-        self._expressions[topic] = (expression, kind)
-        self._set_subscription(topic, expression, kind)
-        if self._instance is not None:
-            self._instance.routes.use_topic(topic)
-            self._instance.heartbeat_soon()
-            self._rebalance_now.set()
+        self._subscribe(topic, expression, expression_type)
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Pull exactly ``queues`` (no rebalance); replaces the previous assignment.
@@ -242,121 +207,38 @@ class LitePullConsumer:
         if self._nursery is not None:
             self._apply_assignment()
 
-    def _set_subscription(self, topic: str, expression: str, kind: ExpressionType) -> None:
-        sub = next_subscription(self._subscriptions.get(topic), topic, expression, kind)
-        self._subscriptions[topic] = sub
-        self._filters[topic] = MessageFilter(sub)
-
-    @property
-    def client_id(self) -> str:
-        return self.instance.client_id
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise StateError(
-                "the consumer is not started: use `async with LitePullConsumer(...) as consumer`"
-            )
-        return self._instance
-
-    @property
-    def offsets(self) -> OffsetStore:
-        if self._offsets is None:
-            raise StateError("the consumer is not started")
-        return self._offsets
-
     def assignment(self) -> frozenset[MessageQueue]:
         """The queues this consumer pulls now (after the last rebalance, or as assigned)."""
         return frozenset(self._queues)
 
-    def _consumer_data(self) -> ConsumerData:
-        subs = tuple(self._subscriptions.values()) if self._mode == "subscribe" else ()
-        return ConsumerData(
-            group_name=self.group,
-            consume_type=ConsumeType.CONSUME_ACTIVELY,
-            message_model=self.message_model,
-            consume_from_where=self.consume_from_where,
-            subscription_data_set=subs,
-        )
+    def _registered_subscriptions(self) -> tuple[SubscriptionData, ...]:
+        # Assigned queues are pulled with the expression in the request: nothing to register.
+        return tuple(self._subscriptions.values()) if self._mode == "subscribe" else ()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
-        if self._instance is not None:
-            raise StateError("this consumer is already started")
-        stack = AsyncExitStack()
-        try:
-            instance = await stack.enter_async_context(ClientInstance(self.config))
-            self._instance = instance
-            self._started_ms = int(time.time() * 1000)
-            self._offsets = await open_offset_store(
-                instance,
-                self.group,
-                broadcasting=self.message_model is MessageModel.BROADCASTING,
-                directory=self.offsets_dir,
-            )
-            instance.register_handler(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
-            install_command_handlers(instance, _CommandTarget(self), consume_directly=False)
-            instance.add_consumer(self.group, self._consumer_data)
-            for topic in self._subscriptions:
-                instance.routes.use_topic(topic)
-                await refresh_quietly(instance.routes, topic)
-            await instance.heartbeat_all()  # be listed in the group before the first allocation
-            self._nursery = await stack.enter_async_context(open_service_nursery())
-            if self.auto_commit:
-                self._nursery.start_soon(self._auto_commit_loop)
-            await self._nursery.start(self._rebalance_loop)
-            if self._mode == "assign":
-                self._apply_assignment()
-        except BaseException:
-            self._instance = None
-            await stack.aclose()
-            raise
-        self._stack = stack
-        return self
+    async def _start(self, nursery: trio.Nursery) -> None:
+        if self.auto_commit:
+            nursery.start_soon(self._auto_commit_loop)
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        stack, self._stack = self._stack, None
-        if stack is None:
-            return None  # closed already (aclose inside the block)
-        try:
-            for state in self._queues.values():
-                state.dropped = True
-                state.scope.cancel()
-            if self._nursery is not None:
-                self._nursery.cancel_scope.cancel()
-            with trio.move_on_after(self.config.request_timeout) as scope:
-                scope.shield = True
-                for state in list(self._queues.values()):
-                    await self._commit_state(state, quiet=True)
-        finally:
-            result = await stack.__aexit__(exc_type, exc, tb)
-            self._instance = None
-            self._nursery = None
-            self._queues.clear()
-            self._pending.clear()
-            self._buffer.close()  # wakes pollers: they find the consumer closed
-        return result
+    def _started(self) -> None:
+        if self._mode == "assign":
+            self._apply_assignment()
 
-    async def aclose(self) -> None:
-        if self._stack is not None:
-            await self.__aexit__(None, None, None)
+    async def _leave(self) -> None:
+        for state in self._queues.values():
+            state.dropped = True
+            state.scope.cancel()
+        self._running().cancel_scope.cancel()
+        with trio.move_on_after(self.config.request_timeout) as scope:
+            scope.shield = True
+            for state in list(self._queues.values()):
+                await self._commit_state(state, quiet=True)
 
-    def _running(self) -> trio.Nursery:
-        if self._nursery is None or self._instance is None:
-            raise StateError(
-                "the consumer is not running: use `async with LitePullConsumer(...) as consumer`"
-            )
-        return self._nursery
-
-    async def _on_ids_changed(self, request: RemotingCommand) -> RemotingCommand | None:
-        self._rebalance_now.set()
-        return None
+    def _closed(self) -> None:
+        self._queues.clear()
+        self._pending.clear()
+        self._buffer.close()  # wakes pollers: they find the consumer closed
 
     # --- polling -----------------------------------------------------------------------------
 
@@ -451,7 +333,7 @@ class LitePullConsumer:
         self._discard(old)
         state = LiteQueue(mq, next_offset=offset, consumed=offset)
         self._queues[mq] = state
-        nursery.start_soon(self._queue_task, state)
+        nursery.start_soon(queue_task, self, state)
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         """Seek to the queue's smallest offset (GET_MIN_OFFSET)."""
@@ -562,7 +444,7 @@ class LitePullConsumer:
     def _add(self, mq: MessageQueue, start_after: float | None = None) -> None:
         state = LiteQueue(mq)
         self._queues[mq] = state
-        self._running().start_soon(self._queue_task, state, start_after)
+        self._running().start_soon(queue_task, self, state, start_after)
 
     def _apply_assignment(self) -> None:
         """Start the assigned queues not pulled yet; release the others (committing in a task)."""
@@ -578,40 +460,19 @@ class LitePullConsumer:
                 self.instance.routes.use_topic(mq.topic)
                 self._add(mq)
 
-    async def _rebalance_loop(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        await self.rebalance()
-        task_status.started()
-        while True:
-            with trio.move_on_after(self.rebalance_interval):
-                await self._rebalance_now.wait()
-            self._rebalance_now = trio.Event()
-            await self.rebalance()
-
-    async def rebalance(self) -> None:
-        """Rebalance every subscribed topic now (``subscribe`` mode; errors are logged)."""
-        if self._mode != "subscribe":
-            return
-        self._round_started = trio.current_time()
-        for topic in list(self._subscriptions):
-            try:
-                await self._rebalance_topic(topic)
-            except RocketMQError as exc:
-                log.warning("%s: rebalance of %s failed: %s", self.group, topic, exc)
+    def _rebalances(self) -> bool:
+        return self._mode == "subscribe"
 
     async def _rebalance_topic(self, topic: str) -> None:
-        broadcasting = self.message_model is MessageModel.BROADCASTING
-        allocation = await allocate_topic(
-            self.instance, self.group, topic, self.strategy, broadcasting=broadcasting
-        )
-        if allocation is None or not (broadcasting or (allocation.mq_all and allocation.cid_all)):
+        allocation = await self._allocate(topic)
+        if allocation is None or not (self.broadcasting or (allocation.mq_all and allocation.cid_all)):
             return
         allocated = allocation.allocated
         revoked = [s for mq, s in self._queues.items() if mq.topic == topic and mq not in allocated]
         for state in revoked:
             await self._release(state)
         added = sort_queues(allocated - self._queues.keys())
-        handoff = not broadcasting and len(allocation.cid_all) > 1 and self.handoff_delay > 0
-        start_after = self._round_started + self.handoff_delay if handoff else None
+        start_after = self._handoff_start(len(allocation.cid_all))
         for mq in added:
             self._add(mq, start_after)
         if revoked or added:
@@ -625,109 +486,13 @@ class LitePullConsumer:
                 added,
             )
 
-    # --- pulling -----------------------------------------------------------------------------
-
-    async def _queue_task(self, state: LiteQueue, start_after: float | None = None) -> None:
-        with state.scope:
-            if start_after is not None:
-                await trio.sleep_until(start_after)  # the previous owner commits meanwhile
-            while state.next_offset < 0:
-                try:
-                    offset, stored = await start_offset(
-                        self.instance,
-                        self.offsets,
-                        self.group,
-                        state.mq,
-                        self.consume_from_where,
-                        self.consume_timestamp,
-                    )
-                except RocketMQError as exc:
-                    log.warning("%s: no start offset for %s yet: %s", self.group, state.mq, exc)
-                    await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
-                    continue
-                state.next_offset = state.consumed = offset
-                if not stored and self.auto_commit:
-                    # Fix the group's position now, so a member taking the queue over before our
-                    # first auto-commit starts here, not at the (then later) end of the queue.
-                    await self._commit_state(state, quiet=True)
-            await self._pull_loop(state)
-
-    async def _pull_loop(self, state: LiteQueue) -> None:
-        mq, pq = state.mq, state.pq
-        routes, api = self.instance.routes, self.instance.api
-        broker_id = 0
-        while not state.dropped:
-            if self._buffer.blocked(state):
-                await self._buffer.wait_room()
-                continue
-            sub = self._subscriptions.get(mq.topic)
-            found = routes.find_broker(mq.broker_name, broker_id)
-            if sub is None or found is None:
-                await refresh_quietly(routes, mq.topic)
-                await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
-                continue
-            header = PullMessageRequestHeader(
-                consumer_group=self.group,
-                topic=mq.topic,
-                queue_id=mq.queue_id,
-                queue_offset=state.next_offset,
-                max_msg_nums=self.pull_batch_size,
-                sys_flag=pull_sys_flag(
-                    commit_offset=False, suspend=True, subscription=True, class_filter=False
-                ),
-                commit_offset=0,
-                suspend_timeout_millis=LITE_BROKER_SUSPEND_MAX_TIME_MS,
-                sub_version=sub.sub_version,
-                subscription=sub.sub_string,
-                expression_type=sub.expression_type.value,
-                broker_name=mq.broker_name,
-            )
-            try:
-                reply = await api.pull_message(
-                    found.address, header, timeout=LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS / 1000
-                )
-                result, msgs = read_pull_reply(
-                    reply, msg_filter=self._filters.get(mq.topic), queue_id=mq.queue_id
-                )
-            except RocketMQError as exc:
-                log.info("pull of %s from %s failed: %s", mq, found.address, exc)
-                await trio.sleep(pull_error_delay_ms(exc) / 1000)
-                continue
-            if state.dropped:
-                return  # a seek or revoke replaced this queue while the answer was on its way
-            pq.last_pull_time = trio.current_time()
-            broker_id = result.suggest_which_broker_id
-            action = next_pull_action(
-                result,
-                request_offset=state.next_offset,
-                found_count=len(msgs),
-                first_message_offset=msgs[0].queue_offset if msgs else None,
-                process_queue_empty=pq.msg_count == 0,
-            )
-            if action.dispatch:
-                self._buffer.append(state, msgs)
-            if action.drop_queue:
-                # Java's lite consumer carries on from the broker's nextBeginOffset.
-                log.warning("%s: offset %d of %s is illegal (%s)", self.group, state.next_offset, mq, result)
-            if (action.correct_offset or action.drop_queue) and pq.msg_count == 0:
-                state.consumed = action.next_offset  # nothing skipped is left unpolled
-            state.next_offset = action.next_offset
-
     # --- answering the broker (GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET) ------
 
     def _properties(self) -> dict[str, str]:
         limits = self.flow_limits
         return {
-            PROP_NAMESERVER_ADDR: ";".join(self.instance.namesrv_addrs),
-            PROP_CONSUME_TYPE: ConsumeType.CONSUME_ACTIVELY.value,
+            **self._member_properties(),
             PROP_CONSUME_ORDERLY: "false",
-            PROP_CONSUMER_START_TIMESTAMP: str(self._started_ms),
-            PROP_ALLOCATE_STRATEGY: java_strategy_class(self.strategy),
-            "allocateMessageQueueStrategyName": self.strategy.name,
-            "consumerGroup": self.group,
-            "messageModel": self.message_model.value,
-            "consumeFromWhere": self.consume_from_where.value,
-            "consumeTimestamp": self.consume_timestamp or "",
             "subscriptionType": (self._mode or "none").upper(),
             "autoCommit": "true" if self.auto_commit else "false",
             "autoCommitIntervalMillis": str(int(self.auto_commit_interval * 1000)),
@@ -739,9 +504,6 @@ class LitePullConsumer:
             "pollTimeoutMillis": str(POLL_TIMEOUT_MS),
             "brokerSuspendMaxTimeMillis": str(LITE_BROKER_SUSPEND_MAX_TIME_MS),
             "consumerTimeoutMillisWhenSuspend": str(LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS),
-            "instanceName": self.config.instance_name or "",
-            "clientIP": self.config.client_ip or "",
-            "unitMode": "false",
         }
 
     def running_info(self) -> ConsumerRunningInfo:
@@ -788,29 +550,3 @@ class LitePullConsumer:
             except RocketMQError as exc:
                 log.warning("%s: committing the reset offset of %s failed: %s", self.group, mq, exc)
         log.info("%s: offsets of %d queues of %s reset: %s", self.group, len(moved), topic, dict(moved))
-
-
-class _CommandTarget:
-    """The lite consumer as :func:`~rocketmq_py.consumer._commands.install_command_handlers` sees it.
-
-    Installed with ``consume_directly=False``: a lite consumer has no listener, so the broker's
-    CONSUME_MESSAGE_DIRECTLY gets SYSTEM_ERROR before :meth:`consume_directly` could be called.
-    """
-
-    def __init__(self, consumer: LitePullConsumer) -> None:
-        self._consumer = consumer
-
-    @property
-    def group(self) -> str:
-        return self._consumer.group
-
-    def running_info(self) -> ConsumerRunningInfo:
-        return self._consumer.running_info()
-
-    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
-        await self._consumer.reset_offsets(topic, offsets)
-
-    async def consume_directly(
-        self, msg: MessageExt, broker_name: str | None
-    ) -> ConsumeMessageDirectlyResult:
-        raise ClientError(f"the lite pull consumer of {self.group} has no listener to consume directly")

@@ -1,28 +1,49 @@
-"""Orderly consumption helpers (Java ``ConsumeMessageOrderlyService``, ``RebalanceImpl.lock``).
+"""Orderly consumption (Java ``ConsumeMessageOrderlyService``, ``RebalanceImpl.lock``).
 
 An orderly :class:`~rocketmq_py.consumer._push.PushConsumer` holds a broker lock on each queue it
 consumes (LOCK_BATCH_MQ to the queue's master), renews every lock every 20 s, counts a lock valid
-for 30 s after its last renewal on the client side, consumes each queue with one task at a time in
-offset order, and releases the locks (UNLOCK_BATCH_MQ) when a queue leaves. This module holds the
-parts with no consumer state: the listener's answer, the lock calls grouped by broker and the
+for 30 s after its last renewal on the client side, and consumes each queue with one task of its
+own, in offset order, one call at a time (at most ``consume_concurrency`` calls over all queues).
+The lock is checked right before each call, inside the consume slot: the wait for a slot may
+outlast it. A listener that answers SUSPEND gets the same messages again after
+``suspend_current_queue_time``; a message that reached ``max_reconsume_times`` is sent towards
+``%DLQ%group`` (through the consumer's own client) and the queue moves on. A queue leaves only
+once no call runs on it (see the handoff), and its lock is released (UNLOCK_BATCH_MQ) last.
+
+The parts with no consumer state, tested alone: the lock calls grouped by broker and the
 reconsume-times decision.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
+import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import trio
 
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._route_service import RouteService
-from rocketmq_py.errors import ClientError, RocketMQError
+from rocketmq_py.consumer._flow import (
+    PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
+    REBALANCE_LOCK_INTERVAL_MS,
+    REBALANCE_LOCK_MAX_LIVE_TIME_MS,
+)
+from rocketmq_py.consumer._listener import ConsumeOrderlyStatus, invoke_listener
+from rocketmq_py.consumer._pull_result import restore_retry_topic, set_consume_start_time
+from rocketmq_py.consumer._queue_state import QueueState
+from rocketmq_py.consumer._retry import retry_message
+from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import MessageExt, MessageQueue
 
+if TYPE_CHECKING:
+    from rocketmq_py.consumer._push import PushConsumer
+
 __all__ = [
-    "ConsumeOrderlyStatus",
+    "OrderlyService",
     "ReconsumeDecision",
     "check_reconsume_times",
     "lock_queues",
@@ -30,34 +51,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("rocketmq_py.consumer")
-
-
-class ConsumeOrderlyStatus(enum.Enum):
-    """What an orderly listener answers (Java ``ConsumeOrderlyStatus``); ``None`` counts as SUCCESS.
-
-    ``SUSPEND_CURRENT_QUEUE_A_MOMENT`` puts the messages back and pauses their queue for
-    ``suspend_current_queue_time`` seconds; the other queues go on. The concurrent statuses are
-    accepted too: ``CONSUME_SUCCESS`` means SUCCESS, ``RECONSUME_LATER`` means SUSPEND.
-    """
-
-    SUCCESS = "SUCCESS"
-    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
-
-    @classmethod
-    def of(cls, result: object) -> ConsumeOrderlyStatus:
-        """The status a listener's return value means.
-
-        Raises:
-            ClientError: a value that is no status.
-        """
-        if result is None or isinstance(result, ConsumeOrderlyStatus):
-            return cls.SUCCESS if result is None else result
-        name = getattr(result, "value", result)
-        if name in ("SUCCESS", "CONSUME_SUCCESS"):
-            return cls.SUCCESS
-        if name in ("SUSPEND_CURRENT_QUEUE_A_MOMENT", "RECONSUME_LATER"):
-            return cls.SUSPEND_CURRENT_QUEUE_A_MOMENT
-        raise ClientError(f"an orderly listener returned {result!r}, not a ConsumeOrderlyStatus")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,3 +116,176 @@ async def unlock_queues(
             await api.unlock_batch_mq(address, group, client_id, mqs)
         except RocketMQError as exc:
             log.warning("%s: unlocking %d queues on %s failed: %s", group, len(mqs), broker_name, exc)
+
+
+class OrderlyService:
+    """The lock renewal and the per-queue consume tasks of an orderly push consumer."""
+
+    def __init__(self, consumer: PushConsumer) -> None:
+        self._consumer = consumer
+        self._slots = trio.Semaphore(max(1, consumer.consume_concurrency))
+
+    @property
+    def _locking(self) -> bool:
+        # Broadcasting members consume every queue on their own: no broker locks.
+        return not self._consumer.broadcasting
+
+    def start(self, nursery: trio.Nursery) -> None:
+        """Start the lock renewal (every 20 s, Java ``lockAll``)."""
+        if self._locking:
+            nursery.start_soon(self._lock_loop)
+
+    def start_queue(self, nursery: trio.Nursery, state: QueueState) -> None:
+        """Start the task consuming ``state``'s queue."""
+        nursery.start_soon(self._queue_loop, state)
+
+    async def hand_over(self, state: QueueState, msgs: Sequence[MessageExt]) -> None:
+        """Messages were cached for ``state``: its consume task takes them, in order."""
+        state.poke()
+
+    async def lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ ``queues``; the owned ones granted are stamped locked now."""
+        consumer = self._consumer
+        instance = consumer.instance
+        locked = await lock_queues(instance.api, instance.routes, consumer.group, consumer.client_id, queues)
+        now = trio.current_time()
+        for mq in locked:
+            state = consumer._queues.get(mq)
+            if state is not None:
+                state.pq.locked = True
+                state.pq.last_lock_time = now
+        return locked
+
+    async def unlock(self, queues: Sequence[MessageQueue]) -> None:
+        """UNLOCK_BATCH_MQ ``queues`` (nothing when broadcasting; failures are logged)."""
+        consumer = self._consumer
+        if self._locking and queues:
+            instance = consumer.instance
+            await unlock_queues(instance.api, instance.routes, consumer.group, consumer.client_id, queues)
+
+    async def _lock_loop(self) -> None:
+        consumer = self._consumer
+        while True:
+            await trio.sleep(REBALANCE_LOCK_INTERVAL_MS / 1000)
+            # Revoked queues still held for a running listener call keep their lock too.
+            owned = [state for state in consumer._queues.values() if not state.pq.dropped]
+            if not owned:
+                continue
+            locked = await self.lock(state.mq for state in owned)
+            for state in owned:
+                if state.mq not in locked and state.pq.locked:
+                    log.warning("%s: the broker did not renew the lock of %s", consumer.group, state.mq)
+                    state.pq.locked = False
+                elif state.mq in locked:
+                    state.poke()
+
+    async def _queue_loop(self, state: QueueState) -> None:
+        """The one task consuming ``state``'s queue, in offset order, while it is locked."""
+        pq = state.pq
+        while not (pq.dropped or state.revoking):
+            if state.suspended_until > trio.current_time():
+                with trio.move_on_at(state.suspended_until):
+                    await state.wake.wait()  # only a revoke wakes a suspended queue early
+                continue
+            if not pq.has_pending_messages():
+                await state.wake.wait()
+                continue
+            async with self._slots:
+                if pq.dropped or state.revoking:
+                    break
+                # Checked right before the call: the wait for a slot may have outlasted the lock.
+                if await self._hold_lock(state):
+                    msgs = pq.take_messages(self._consumer.consume_batch_max_size)
+                    if msgs:
+                        state.begin()
+                        try:
+                            await self._consume(state, msgs)
+                        finally:
+                            state.end()
+                    continue
+            # Java tryLockLaterAndReconsume: the lock could not be had; look again later.
+            with trio.move_on_after(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000):
+                await state.wake.wait()
+
+    async def _hold_lock(self, state: QueueState) -> bool:
+        """Whether the queue's broker lock is ours now, locking it again if it lapsed."""
+        pq = state.pq
+        if not self._locking:
+            return True
+        if pq.locked and not pq.is_lock_expired(trio.current_time(), REBALANCE_LOCK_MAX_LIVE_TIME_MS / 1000):
+            return True
+        if state.mq in await self.lock([state.mq]):
+            return True
+        pq.locked = False
+        return False
+
+    async def _consume(self, state: QueueState, msgs: list[MessageExt]) -> None:
+        consumer = self._consumer
+        pq = state.pq
+        restore_retry_topic(msgs, consumer.group)
+        set_consume_start_time(msgs, int(time.time() * 1000))
+        status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        started = trio.current_time()
+        try:
+            scope = trio.CancelScope(deadline=started + consumer.consume_timeout)
+            with scope:
+                assert consumer.listener is not None
+                status = ConsumeOrderlyStatus.of(await invoke_listener(consumer.listener, msgs))
+            if scope.cancelled_caught:
+                log.warning(
+                    "%s: orderly listener took more than %g s on %s",
+                    consumer.group,
+                    consumer.consume_timeout,
+                    state.mq,
+                )
+        except Exception:
+            log.exception(
+                "%s: orderly listener failed on %d messages of %s", consumer.group, len(msgs), state.mq
+            )
+        pq.last_consume_time = trio.current_time()
+        ok = status is ConsumeOrderlyStatus.SUCCESS
+        counters = consumer._counters
+        counters.count_consume(state.mq.topic, len(msgs), ok, started)
+        if pq.dropped:
+            return
+        if ok:
+            counters.consumed += len(msgs)
+            commit = True
+        elif consumer.broadcasting:
+            counters.failed += len(msgs)
+            log.warning("%s: broadcasting consumption of %s failed: dropped", consumer.group, state.mq)
+            commit = True
+        else:
+            counters.failed += len(msgs)
+            decision = check_reconsume_times(msgs, consumer.max_reconsume_times)
+            again = [m for m in msgs if m not in decision.to_dlq]
+            for msg in decision.to_dlq:
+                if not await self._send_to_dlq(msg):
+                    msg.reconsume_times += 1
+                    again.append(msg)
+            commit = not again
+            if again:
+                # Everything taken goes back (a DLQ'd message among them too: order is kept).
+                pq.make_message_to_consume_again(msgs)
+                state.suspended_until = trio.current_time() + consumer.suspend_current_queue_time
+        if commit:
+            offset = pq.commit()
+            if offset >= 0 and not pq.dropped:
+                consumer.offsets.update(state.mq, offset, increase_only=False)
+
+    async def _send_to_dlq(self, msg: MessageExt) -> bool:
+        """Java ``sendMessageBack`` (orderly): re-send to the retry topic with the reconsume times
+        reached, which the broker stores in ``%DLQ%group``."""
+        consumer = self._consumer
+        retry = retry_message(
+            msg,
+            consumer.group,
+            reconsume_times=msg.reconsume_times,
+            max_reconsume_times=consumer.max_reconsume_times,
+        )
+        try:
+            await consumer._inner().send(retry)
+            return True
+        except RocketMQError as exc:
+            log.warning("%s: sending %s to the DLQ failed: %s", consumer.group, msg.msg_id, exc)
+            return False

@@ -51,12 +51,12 @@ from rocketmq_py.protocol._codes import ResponseCode
 from rocketmq_py.protocol._message import MessageExt
 from rocketmq_py.protocol._names import retry_topic
 from rocketmq_py.protocol._properties import PropertyKey
+from rocketmq_py.protocol._pull_request import PullSysFlag
 
 __all__ = [
     "PullAction",
     "PullResult",
     "PullStatus",
-    "PullSysFlag",
     "clear_commit_offset_flag",
     "interpret_pull_response",
     "next_pull_action",
@@ -64,47 +64,9 @@ __all__ = [
     "pull_error_delay_ms",
     "pull_status",
     "pull_status_for",
-    "pull_sys_flag",
     "restore_retry_topic",
     "set_consume_start_time",
 ]
-
-
-class PullSysFlag:
-    """Bits of a pull request's ``sysFlag`` (Java ``PullSysFlag``)."""
-
-    COMMIT_OFFSET: Final = 0x1  # header commitOffset carries the consumer's progress
-    SUSPEND: Final = 0x2  # the broker may hold the request (long polling)
-    SUBSCRIPTION: Final = 0x4  # header subscription carries the expression
-    CLASS_FILTER: Final = 0x8  # class-filter mode (deprecated filter servers)
-    LITE_PULL: Final = 0x10  # a lite pull consumer (request code 361)
-
-
-def pull_sys_flag(
-    commit_offset: bool,
-    suspend: bool,
-    subscription: bool,
-    class_filter: bool,
-    lite_pull: bool = False,
-) -> int:
-    """Combine :class:`PullSysFlag` bits (Java ``PullSysFlag.buildSysFlag``).
-
-    A push consumer sets ``commit_offset`` when its in-memory offset for the queue is > 0
-    (clustering only), always ``suspend``, and ``subscription`` only when it posts the
-    expression with each pull (``postSubscriptionWhenPull``, off by default).
-    """
-    flag = 0
-    if commit_offset:
-        flag |= PullSysFlag.COMMIT_OFFSET
-    if suspend:
-        flag |= PullSysFlag.SUSPEND
-    if subscription:
-        flag |= PullSysFlag.SUBSCRIPTION
-    if class_filter:
-        flag |= PullSysFlag.CLASS_FILTER
-    if lite_pull:
-        flag |= PullSysFlag.LITE_PULL
-    return flag
 
 
 def clear_commit_offset_flag(sys_flag: int) -> int:

@@ -148,6 +148,7 @@ from rocketmq_py.protocol._properties import (
     encode_properties,
     encode_properties_bytes,
 )
+from rocketmq_py.protocol._pull_request import PullSysFlag, pull_request_header, pull_sys_flag
 from rocketmq_py.protocol._running_info import (
     PROP_ALLOCATE_STRATEGY,
     PROP_CLIENT_VERSION,
@@ -248,6 +249,7 @@ __all__ = [
     "ProtocolError",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
+    "PullSysFlag",
     "QueryConsumerOffsetRequestHeader",
     "QueryConsumerOffsetResponseHeader",
     "QueryMessageRequestHeader",
@@ -305,6 +307,8 @@ __all__ = [
     "maybe_compress",
     "pack_socket_address",
     "parse_fastjson",
+    "pull_request_header",
+    "pull_sys_flag",
     "retry_topic",
     "send_header_from_v2",
     "send_header_to_v2",

@@ -97,6 +97,11 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
     def client_id(self) -> str:
         return self._read(lambda: self._client.client_id)
 
+    @property
+    def broadcasting(self) -> bool:
+        """Every member consumes every queue (BROADCASTING)."""
+        return self._client.broadcasting
+
     def assignment(self) -> frozenset[MessageQueue]:
         return self._read(self._client.assignment)
 

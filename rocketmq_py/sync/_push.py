@@ -13,6 +13,7 @@ from rocketmq_py.consumer._flow import (
     CONSUME_TIMEOUT_MS,
     PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
     PULL_BATCH_SIZE,
+    PULL_MAX_IDLE_TIME_MS,
     REBALANCE_INTERVAL_MS,
     SUSPEND_CURRENT_QUEUE_TIME_MS,
     FlowLimits,
@@ -69,6 +70,7 @@ class PushConsumer(SyncClient[AsyncPushConsumer]):
         rebalance_listener: RebalanceListener | None = None,
         handoff_timeout: float = 5.0,
         handoff_delay: float = 1.0,
+        pull_max_idle_time: float = PULL_MAX_IDLE_TIME_MS / 1000,
         offsets_dir: str | None = None,
         config: ClientConfig | None = None,
         **client_options: Any,
@@ -95,6 +97,7 @@ class PushConsumer(SyncClient[AsyncPushConsumer]):
                 rebalance_listener=rebalance_listener,
                 handoff_timeout=handoff_timeout,
                 handoff_delay=handoff_delay,
+                pull_max_idle_time=pull_max_idle_time,
                 offsets_dir=offsets_dir,
                 config=config,
                 **client_options,
@@ -125,6 +128,16 @@ class PushConsumer(SyncClient[AsyncPushConsumer]):
     @property
     def broadcasting(self) -> bool:
         return self._client.broadcasting
+
+    @property
+    def consumed(self) -> int:
+        """Messages consumed successfully so far."""
+        return self._client.consumed
+
+    @property
+    def failed(self) -> int:
+        """Messages whose listener call failed so far (each delivery counted)."""
+        return self._client.failed
 
     def running_info(self) -> ConsumerRunningInfo:
         """What ``mqadmin consumerStatus`` shows: properties, subscriptions, per-queue state."""

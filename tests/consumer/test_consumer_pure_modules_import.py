@@ -1,4 +1,4 @@
-"""The push consumer's cache, flow, filter, start-offset and pull-answer modules do no I/O."""
+"""The consumer's decision modules are pure: importing them pulls in no I/O library."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ import subprocess
 import sys
 
 PURE_MODULES = (
+    "rocketmq_py.consumer._allocate",
+    "rocketmq_py.consumer._rebalance",
+    "rocketmq_py.consumer._retry",
     "rocketmq_py.consumer._process_queue",
     "rocketmq_py.consumer._flow",
     "rocketmq_py.consumer._filter",
@@ -14,7 +17,7 @@ PURE_MODULES = (
 )
 
 
-def test_push_consumer_pure_modules_import_no_io_library() -> None:
+def test_consumer_pure_modules_import_no_io_library() -> None:
     code = (
         "import importlib, sys\n"
         f"for name in {PURE_MODULES!r}: importlib.import_module(name)\n"

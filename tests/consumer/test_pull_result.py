@@ -9,7 +9,6 @@ from rocketmq_py.consumer._pull_result import (
     PullAction,
     PullResult,
     PullStatus,
-    PullSysFlag,
     clear_commit_offset_flag,
     interpret_pull_response,
     next_pull_action,
@@ -17,7 +16,6 @@ from rocketmq_py.consumer._pull_result import (
     pull_error_delay_ms,
     pull_status,
     pull_status_for,
-    pull_sys_flag,
     restore_retry_topic,
     set_consume_start_time,
 )
@@ -31,7 +29,7 @@ from rocketmq_py.errors import (
     SystemBusy,
     broker_error_for,
 )
-from rocketmq_py.protocol import MessageExt
+from rocketmq_py.protocol import MessageExt, PullSysFlag, pull_sys_flag
 from rocketmq_py.protocol._bodies import build_subscription_data
 
 # --- sysFlag -------------------------------------------------------------------------------------

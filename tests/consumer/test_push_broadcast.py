@@ -15,9 +15,8 @@ import trio
 import trio.testing
 
 from rocketmq_py.consumer._local_offset_store import LocalOffsetStore
-from rocketmq_py.consumer._pull_result import PullSysFlag
 from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
-from rocketmq_py.protocol import MessageExt, MessageModel, RequestCode
+from rocketmq_py.protocol import MessageExt, MessageModel, PullSysFlag, RequestCode
 
 if TYPE_CHECKING:
     from conftest import Cluster, Recorder

@@ -10,9 +10,14 @@ import pytest
 import trio
 import trio.testing
 
-from rocketmq_py.consumer._pull_result import PullSysFlag
 from rocketmq_py.consumer._push import PushConsumer
-from rocketmq_py.protocol import MessageExt, RequestCode, UnregisterClientRequestHeader, from_ext_fields
+from rocketmq_py.protocol import (
+    MessageExt,
+    PullSysFlag,
+    RequestCode,
+    UnregisterClientRequestHeader,
+    from_ext_fields,
+)
 
 if TYPE_CHECKING:
     from conftest import Cluster, Recorder

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from rocketmq_py._transport import RequestHandler
-from rocketmq_py.consumer._commands import (
+from rocketmq_py.consumer._broker_requests import (
     command_handlers,
     install_command_handlers,
     not_this_group_remark,
@@ -51,6 +51,10 @@ class Target:
     consumed: list[tuple[MessageExt, str | None]] = field(default_factory=list)
     fail_reset: bool = False
     fail_consume: bool = False
+    rebalances: int = 0
+
+    def request_rebalance(self) -> None:
+        self.rebalances += 1
 
     def running_info(self) -> ConsumerRunningInfo:
         return ConsumerRunningInfo(
@@ -119,10 +123,19 @@ class Registry:
         self.handlers[code] = handler
 
 
-def test_install_registers_the_three_codes() -> None:
+def test_install_registers_the_four_codes() -> None:
     registry = Registry()
     install_command_handlers(registry, Target())
-    assert set(registry.handlers) == {307, 220, 309}
+    assert set(registry.handlers) == {40, 307, 220, 309}
+
+
+async def test_members_changed_asks_for_a_rebalance_and_answers_nothing() -> None:
+    target = Target()
+    request = RemotingCommand.request(
+        RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": GROUP}, oneway=True
+    )
+    assert await handler(target, RequestCode.NOTIFY_CONSUMER_IDS_CHANGED)(request) is None
+    assert target.rebalances == 1
 
 
 # --- GET_CONSUMER_RUNNING_INFO -------------------------------------------------------------------

@@ -1,4 +1,7 @@
-"""Answering the broker's consumer commands: running info, offset reset, direct consumption.
+"""Answering what brokers ask a consumer: rebalance now, running info, offset reset, direct consumption.
+
+A broker tells every member of a group, with a oneway NOTIFY_CONSUMER_IDS_CHANGED (40), that a
+member joined or left: the member rebalances at once instead of at its next periodic round.
 
 Admin tools (``mqadmin consumerStatus``, ``consumerProgress``, ``resetOffsetByTime``,
 ``queryMsgById -g ... -d``) ask a broker, which forwards the request to the consumer's connection:
@@ -68,6 +71,10 @@ class CommandTarget(Protocol):
     @property
     def group(self) -> str: ...
 
+    def request_rebalance(self) -> None:
+        """Rebalance soon: the group's members changed."""
+        ...
+
     def running_info(self) -> ConsumerRunningInfo:
         """Properties, subscriptions, owned queues and rates, now."""
         ...
@@ -97,7 +104,8 @@ def not_this_group_remark(group: str) -> str:
 def install_command_handlers(
     instance: HandlerRegistry, target: CommandTarget, *, consume_directly: bool = True
 ) -> None:
-    """Answer GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET and CONSUME_MESSAGE_DIRECTLY.
+    """Answer NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET
+    and CONSUME_MESSAGE_DIRECTLY.
 
     Args:
         instance: the client instance whose connections receive the broker's requests.
@@ -159,7 +167,12 @@ def command_handlers(target: CommandTarget, *, consume_directly: bool = True) ->
             return _error(request, f"{type(exc).__name__}: {exc}")
         return RemotingCommand.response(request, ResponseCode.SUCCESS, body=result.encode())
 
+    async def on_ids_changed(request: RemotingCommand) -> RemotingCommand | None:
+        target.request_rebalance()
+        return None  # oneway
+
     return {
+        RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: on_ids_changed,
         RequestCode.GET_CONSUMER_RUNNING_INFO: on_running_info,
         RequestCode.RESET_CONSUMER_CLIENT_OFFSET: on_reset_offset,
         RequestCode.CONSUME_MESSAGE_DIRECTLY: on_consume_directly,

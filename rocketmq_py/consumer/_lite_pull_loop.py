@@ -1,0 +1,118 @@
+"""The lite pull consumer's per-queue task: find where to start, then long-poll into the buffer.
+
+The start offset is the group's committed one, else ``consume_from_where`` resolved against the
+broker (a fresh position is committed at once with auto-commit, so a member taking the queue over
+before the first auto-commit starts there too). Then each round waits, without asking the broker,
+while the buffer is over a limit or the queue is paused, pulls with the subscription in the request
+(so ``assign`` mode needs nothing registered), and appends what was found. An illegal offset is
+corrected from the broker's answer, as Java's lite consumer does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from rocketmq_py.consumer._flow import PULL_TIME_DELAY_WHEN_EXCEPTION_MS
+from rocketmq_py.consumer._group_client import read_pull_reply, refresh_quietly, start_offset
+from rocketmq_py.consumer._lite_buffer import LiteQueue
+from rocketmq_py.consumer._pull_result import next_pull_action, pull_error_delay_ms
+from rocketmq_py.errors import RocketMQError
+from rocketmq_py.protocol import pull_request_header
+
+if TYPE_CHECKING:
+    from rocketmq_py.consumer._lite_pull import LitePullConsumer
+
+__all__ = ["LITE_BROKER_SUSPEND_MAX_TIME_MS", "LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS", "queue_task"]
+
+log = logging.getLogger("rocketmq_py.consumer.lite")
+
+#: How long the broker may hold a pull (Java lite ``brokerSuspendMaxTimeMillis`` = 20000).
+LITE_BROKER_SUSPEND_MAX_TIME_MS: Final = 20000
+#: RPC timeout of a held pull (Java lite ``consumerTimeoutMillisWhenSuspend`` = 30000).
+LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS: Final = 30000
+
+
+async def queue_task(consumer: LitePullConsumer, state: LiteQueue, start_after: float | None = None) -> None:
+    """Find ``state``'s start offset (after ``start_after``, the handoff delay), then pull it."""
+    with state.scope:
+        if start_after is not None:
+            await trio.sleep_until(start_after)  # the previous owner commits meanwhile
+        while state.next_offset < 0:
+            try:
+                offset, stored = await start_offset(
+                    consumer.instance,
+                    consumer.offsets,
+                    consumer.group,
+                    state.mq,
+                    consumer.consume_from_where,
+                    consumer.consume_timestamp,
+                )
+            except RocketMQError as exc:
+                log.warning("%s: no start offset for %s yet: %s", consumer.group, state.mq, exc)
+                await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
+                continue
+            state.next_offset = state.consumed = offset
+            if not stored and consumer.auto_commit:
+                # Fix the group's position now, so a member taking the queue over before our
+                # first auto-commit starts here, not at the (then later) end of the queue.
+                await consumer._commit_state(state, quiet=True)
+        await _pull_loop(consumer, state)
+
+
+async def _pull_loop(consumer: LitePullConsumer, state: LiteQueue) -> None:
+    mq, pq = state.mq, state.pq
+    routes, api = consumer.instance.routes, consumer.instance.api
+    broker_id = 0
+    while not state.dropped:
+        if consumer._buffer.blocked(state):
+            await consumer._buffer.wait_room()
+            continue
+        sub = consumer._subscriptions.get(mq.topic)
+        found = routes.find_broker(mq.broker_name, broker_id)
+        if sub is None or found is None:
+            await refresh_quietly(routes, mq.topic)
+            await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
+            continue
+        header = pull_request_header(
+            consumer.group,
+            mq,
+            offset=state.next_offset,
+            max_msgs=consumer.pull_batch_size,
+            expression_type=sub.expression_type.value,
+            sub_version=sub.sub_version,
+            subscription=sub.sub_string,
+            suspend_ms=LITE_BROKER_SUSPEND_MAX_TIME_MS,
+        )
+        try:
+            reply = await api.pull_message(
+                found.address, header, timeout=LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS / 1000
+            )
+            result, msgs = read_pull_reply(
+                reply, msg_filter=consumer._filters.get(mq.topic), queue_id=mq.queue_id
+            )
+        except RocketMQError as exc:
+            log.info("pull of %s from %s failed: %s", mq, found.address, exc)
+            await trio.sleep(pull_error_delay_ms(exc) / 1000)
+            continue
+        if state.dropped:
+            return  # a seek or revoke replaced this queue while the answer was on its way
+        pq.last_pull_time = trio.current_time()
+        broker_id = result.suggest_which_broker_id
+        action = next_pull_action(
+            result,
+            request_offset=state.next_offset,
+            found_count=len(msgs),
+            first_message_offset=msgs[0].queue_offset if msgs else None,
+            process_queue_empty=pq.msg_count == 0,
+        )
+        if action.dispatch:
+            consumer._buffer.append(state, msgs)
+        if action.drop_queue:
+            # Java's lite consumer carries on from the broker's nextBeginOffset.
+            log.warning("%s: offset %d of %s is illegal (%s)", consumer.group, state.next_offset, mq, result)
+        if (action.correct_offset or action.drop_queue) and pq.msg_count == 0:
+            state.consumed = action.next_offset  # nothing skipped is left unpolled
+        state.next_offset = action.next_offset

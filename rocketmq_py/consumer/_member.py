@@ -1,0 +1,407 @@
+"""What the push and the lite pull consumer share as members of a consumer group.
+
+:class:`GroupMember` is the base of both: settings, subscriptions, the client instance and offset
+store they run on, the lifecycle and the rebalance loop. A subclass says what its services are
+(``_open``, ``_start``, ``_leave``) and how it takes a topic's allocation (``_rebalance_topic``).
+
+Lifecycle of ``async with consumer``::
+
+    enter: client instance (connections, routes, heartbeats)
+           -> offset store (brokers, or a local file when broadcasting)
+           -> answers to the broker's requests (rebalance now, running info, reset offset, ...)
+           -> the group's subscriptions on every broker (heartbeat), before any allocation
+           -> _open (resources around the services)  -> service nursery -> _start (services)
+           -> the rebalance loop: first round done before the block runs
+    leave: _leave (hand the queues off, cancel the services)
+           -> unregister from the brokers, close the connections (the client instance)
+
+The rebalance loop runs a round at start, every ``rebalance_interval`` seconds and at once when a
+broker sends NOTIFY_CONSUMER_IDS_CHANGED (one second after a round that could not take all its
+queues, when ``_rebalance_retry`` is set).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from os import PathLike
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+import trio
+
+from rocketmq_py._client._config import ClientConfig
+from rocketmq_py._client._instance import ClientInstance
+from rocketmq_py._transport._nursery import open_service_nursery
+from rocketmq_py.consumer._allocate import AllocateStrategy, get_strategy
+from rocketmq_py.consumer._broker_requests import install_command_handlers
+from rocketmq_py.consumer._filter import MessageFilter
+from rocketmq_py.consumer._flow import REBALANCE_MIN_INTERVAL_MS
+from rocketmq_py.consumer._group_client import (
+    Allocation,
+    allocate_topic,
+    java_strategy_class,
+    next_subscription,
+    open_offset_store,
+    refresh_quietly,
+)
+from rocketmq_py.consumer._offset_store_api import OffsetStore
+from rocketmq_py.errors import ClientError, RocketMQError, StateError
+from rocketmq_py.producer._validation import validate_group, validate_topic
+from rocketmq_py.protocol import (
+    PROP_ALLOCATE_STRATEGY,
+    PROP_CONSUME_TYPE,
+    PROP_CONSUMER_START_TIMESTAMP,
+    PROP_NAMESERVER_ADDR,
+    ConsumeFromWhere,
+    ConsumeMessageDirectlyResult,
+    ConsumerData,
+    ConsumerRunningInfo,
+    ConsumeType,
+    ExpressionType,
+    MessageExt,
+    MessageModel,
+    MessageQueue,
+    SubscriptionData,
+)
+
+__all__ = ["GroupMember"]
+
+log = logging.getLogger("rocketmq_py.consumer")
+
+
+class GroupMember:
+    """A member of a consumer group: the part push and lite pull consumers have in common.
+
+    Args:
+        group: the consumer group.
+        namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
+        strategy: allocation strategy name or object.
+        message_model: CLUSTERING (the group shares the queues) or BROADCASTING (every queue).
+        consume_from_where: where a queue without a committed offset starts.
+        consume_timestamp: ``yyyyMMddHHmmss`` for CONSUME_FROM_TIMESTAMP (default: 30 min ago).
+        rebalance_interval: seconds between rebalance rounds.
+        handoff_delay: seconds after a round began before a newly assigned queue reads its
+            committed offset, when the group has other members (they commit meanwhile).
+        offsets_dir: (broadcasting) directory of the local offset files.
+        config: client settings; keyword arguments not listed are passed to :class:`ClientConfig`.
+    """
+
+    #: How the broker lists the member (Java ``ConsumeType``).
+    _consume_type: ClassVar[ConsumeType]
+    #: Whether CONSUME_MESSAGE_DIRECTLY is answered (a listener exists).
+    _consumes_directly: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        namesrv: str | None,
+        strategy: str | AllocateStrategy,
+        message_model: MessageModel | str,
+        consume_from_where: ConsumeFromWhere | str,
+        consume_timestamp: str | None,
+        rebalance_interval: float,
+        handoff_delay: float,
+        offsets_dir: str | PathLike[str] | None,
+        config: ClientConfig | None,
+        client_options: dict[str, Any],
+    ) -> None:
+        validate_group(group)
+        self.group = group
+        self.config = config or ClientConfig(**client_options)
+        if namesrv is not None:
+            self.config.namesrv = namesrv
+        self.strategy = get_strategy(strategy)
+        self.message_model = MessageModel(message_model)
+        self.consume_from_where = ConsumeFromWhere(consume_from_where)
+        self.consume_timestamp = consume_timestamp
+        self.rebalance_interval = rebalance_interval
+        self.handoff_delay = handoff_delay
+        self.offsets_dir = offsets_dir
+        self._expressions: dict[str, tuple[str, ExpressionType]] = {}
+        self._subscriptions: dict[str, SubscriptionData] = {}
+        self._filters: dict[str, MessageFilter] = {}
+        self._instance: ClientInstance | None = None
+        self._offsets: OffsetStore | None = None
+        self._stack: AsyncExitStack | None = None
+        self._nursery: trio.Nursery | None = None
+        self._rebalance_now = trio.Event()
+        #: A round could not take every queue it was given (orderly locks): the next one in 1 s.
+        self._rebalance_retry = False
+        self._round_started = 0.0
+        self._started_ms = 0
+        self._started_at = 0.0
+
+    # --- state -----------------------------------------------------------------------------------
+
+    @property
+    def broadcasting(self) -> bool:
+        """Every member consumes every queue (BROADCASTING)."""
+        return self.message_model is MessageModel.BROADCASTING
+
+    @property
+    def client_id(self) -> str:
+        """``ip@instance``: how the brokers know this member."""
+        return self.instance.client_id
+
+    @property
+    def instance(self) -> ClientInstance:
+        """The running client instance.
+
+        Raises:
+            StateError: the consumer is not started.
+        """
+        if self._instance is None:
+            raise StateError(
+                f"the consumer is not started: use `async with {type(self).__name__}(...) as consumer`"
+            )
+        return self._instance
+
+    @property
+    def offsets(self) -> OffsetStore:
+        """The group's offset store (the brokers', or a local file when broadcasting).
+
+        Raises:
+            StateError: the consumer is not started.
+        """
+        if self._offsets is None:
+            raise StateError("the consumer is not started")
+        return self._offsets
+
+    def _running(self) -> trio.Nursery:
+        if self._nursery is None or self._instance is None:
+            raise StateError(
+                f"the consumer is not running: use `async with {type(self).__name__}(...) as consumer`"
+            )
+        return self._nursery
+
+    # --- subscriptions -----------------------------------------------------------------------------
+
+    def _subscribe(self, topic: str, expression: str, expression_type: str) -> None:
+        """Record a subscription; a running member registers it and rebalances at once."""
+        validate_topic(topic)
+        kind = ExpressionType(expression_type.upper())
+        self._expressions[topic] = (expression, kind)
+        self._set_subscription(topic, expression, kind)
+        if self._instance is not None:
+            self._instance.routes.use_topic(topic)
+            self._instance.heartbeat_soon()
+            self._rebalance_now.set()
+
+    def _set_subscription(self, topic: str, expression: str, kind: ExpressionType) -> None:
+        sub = next_subscription(self._subscriptions.get(topic), topic, expression, kind)
+        self._subscriptions[topic] = sub
+        self._filters[topic] = MessageFilter(sub)
+
+    def _renew_subscription(self, topic: str) -> None:
+        """A newer version of ``topic``'s subscription (after a change of its queues, as Java)."""
+        expression, kind = self._expressions.get(topic, ("*", ExpressionType.TAG))
+        self._set_subscription(topic, expression, kind)
+
+    def _registered_subscriptions(self) -> tuple[SubscriptionData, ...]:
+        """The subscriptions the heartbeat registers with the brokers."""
+        return tuple(self._subscriptions.values())
+
+    def _consumer_data(self) -> ConsumerData:
+        return ConsumerData(
+            group_name=self.group,
+            consume_type=self._consume_type,
+            message_model=self.message_model,
+            consume_from_where=self.consume_from_where,
+            subscription_data_set=self._registered_subscriptions(),
+        )
+
+    # --- lifecycle -----------------------------------------------------------------------------------
+
+    def _check_startable(self) -> None:
+        """Raise what keeps this member from starting (a subclass's settings)."""
+
+    async def _open(self, stack: AsyncExitStack, instance: ClientInstance) -> None:
+        """Resources the services use, entered on ``stack`` before the service nursery."""
+
+    async def _start(self, nursery: trio.Nursery) -> None:
+        """Start the services (the rebalance loop starts right after)."""
+
+    def _started(self) -> None:
+        """The first rebalance round is done (no I/O)."""
+
+    async def _leave(self) -> None:
+        """Hand the queues off and cancel the services (the instance is still open)."""
+
+    def _closed(self) -> None:
+        """Everything is closed: forget the queues (no I/O)."""
+
+    async def __aenter__(self) -> Self:
+        if self._instance is not None:
+            raise StateError("this consumer is already started")
+        self._check_startable()
+        stack = AsyncExitStack()
+        try:
+            instance = await self._join(stack)
+            await self._open(stack, instance)
+            self._nursery = await stack.enter_async_context(open_service_nursery())
+            await self._start(self._nursery)
+            await self._nursery.start(self._rebalance_loop)
+            self._started()
+        except BaseException:
+            self._instance = None
+            self._nursery = None
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        stack, self._stack = self._stack, None
+        if stack is None:
+            return None  # closed already (aclose inside the block)
+        try:
+            await self._leave()
+        finally:
+            result = await stack.__aexit__(exc_type, exc, tb)
+            self._instance = None
+            self._nursery = None
+            self._closed()
+        return result
+
+    async def aclose(self) -> None:
+        """Close the consumer (as leaving ``async with`` does); nothing if it is not running."""
+        if self._stack is not None:
+            await self.__aexit__(None, None, None)
+
+    async def _join(self, stack: AsyncExitStack) -> ClientInstance:
+        """Start the client instance and register this member with the group's brokers."""
+        instance = await stack.enter_async_context(ClientInstance(self.config))
+        self._instance = instance
+        self._started_ms = int(time.time() * 1000)
+        self._started_at = trio.current_time()
+        self._offsets = await open_offset_store(
+            instance, self.group, broadcasting=self.broadcasting, directory=self.offsets_dir
+        )
+        install_command_handlers(instance, _Requests(self), consume_directly=self._consumes_directly)
+        instance.add_consumer(self.group, self._consumer_data)
+        for topic in self._subscriptions:
+            instance.routes.use_topic(topic)
+            await refresh_quietly(instance.routes, topic)  # a retry topic appears with the heartbeat
+        await instance.heartbeat_all()  # subscriptions registered before any allocation or pull
+        return instance
+
+    def _request_rebalance(self) -> None:
+        log.info("%s: the broker says the members of %s changed: rebalancing now", self.client_id, self.group)
+        self._rebalance_now.set()
+
+    def running_info(self) -> ConsumerRunningInfo:
+        """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``)."""
+        raise NotImplementedError
+
+    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET: move the owned queues of ``topic`` named in ``offsets``."""
+        raise NotImplementedError
+
+    async def _consume_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
+        raise ClientError(f"the consumer of {self.group} has no listener to consume directly")
+
+    # --- rebalance ---------------------------------------------------------------------------------
+
+    async def _rebalance_loop(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await self.rebalance()
+        task_status.started()
+        while True:
+            interval = REBALANCE_MIN_INTERVAL_MS / 1000 if self._rebalance_retry else self.rebalance_interval
+            with trio.move_on_after(min(interval, self.rebalance_interval)):
+                await self._rebalance_now.wait()
+            self._rebalance_now = trio.Event()
+            await self.rebalance()
+
+    def _rebalances(self) -> bool:
+        """Whether rounds allocate queues (a lite consumer given its queues does not)."""
+        return True
+
+    async def rebalance(self) -> None:
+        """Rebalance every subscribed topic now (errors are logged; the next round retries)."""
+        if not self._rebalances():
+            return
+        self._rebalance_retry = False
+        self._round_started = trio.current_time()
+        for topic in list(self._subscriptions):
+            try:
+                await self._rebalance_topic(topic)
+            except RocketMQError as exc:
+                log.warning("%s: rebalance of %s failed: %s", self.group, topic, exc)
+        self._after_rebalance()
+
+    async def _allocate(self, topic: str) -> Allocation | None:
+        """``topic``'s queues, the group's members and this member's share (None: no route yet)."""
+        return await allocate_topic(
+            self.instance, self.group, topic, self.strategy, broadcasting=self.broadcasting
+        )
+
+    async def _rebalance_topic(self, topic: str) -> None:
+        raise NotImplementedError
+
+    def _after_rebalance(self) -> None:
+        """A round over every topic is done (no I/O)."""
+
+    def _handoff_start(self, members: int) -> float | None:
+        """When a queue assigned in this round may read its committed offset (None: at once).
+
+        The previous owners rebalance on the same notification and commit first; one delay per
+        round, not per topic. Only with other members, and never when broadcasting.
+        """
+        if self.broadcasting or members <= 1 or self.handoff_delay <= 0:
+            return None
+        return self._round_started + self.handoff_delay
+
+    # --- running info ------------------------------------------------------------------------------
+
+    def _member_properties(self) -> dict[str, str]:
+        """The running-info properties every member reports (Java ``DefaultMQPushConsumer`` names)."""
+        return {
+            PROP_NAMESERVER_ADDR: ";".join(self.instance.namesrv_addrs),
+            PROP_CONSUME_TYPE: self._consume_type.value,
+            PROP_CONSUMER_START_TIMESTAMP: str(self._started_ms),
+            PROP_ALLOCATE_STRATEGY: java_strategy_class(self.strategy),
+            "allocateMessageQueueStrategyName": self.strategy.name,
+            "consumerGroup": self.group,
+            "messageModel": self.message_model.value,
+            "consumeFromWhere": self.consume_from_where.value,
+            "consumeTimestamp": self.consume_timestamp or "",
+            "instanceName": self.config.instance_name or "",
+            "clientIP": self.config.client_ip or "",
+            "unitMode": "false",
+        }
+
+
+class _Requests:
+    """A member as the broker's requests see it (:class:`CommandTarget`)."""
+
+    def __init__(self, member: GroupMember) -> None:
+        self._member = member
+
+    @property
+    def group(self) -> str:
+        return self._member.group
+
+    def request_rebalance(self) -> None:
+        self._member._request_rebalance()
+
+    def running_info(self) -> ConsumerRunningInfo:
+        return self._member.running_info()
+
+    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        await self._member.reset_offsets(topic, offsets)
+
+    async def consume_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
+        return await self._member._consume_directly(msg, broker_name)

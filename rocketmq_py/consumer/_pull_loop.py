@@ -1,0 +1,142 @@
+"""A push consumer's pull loop: one long-polling task per owned queue (Java ``pullMessage``).
+
+Each round: stamp the queue (any attempt counts, so that only a lost loop looks idle), let flow
+control pause it (cache over its limits; an orderly queue not locked), find the broker (the one it
+suggested last, else the master, else a slave), pull with the group's registered subscription
+(the broker holds the request up to 15 s when nothing is there), and act on the answer as the pure
+:func:`~rocketmq_py.consumer._pull_result.next_pull_action` decides: cache and hand over what was
+found, correct the offset, or drop the queue when its offset is illegal (its corrected offset is
+committed a moment later and the queue is allocated again).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from rocketmq_py._client._route import MASTER_ID
+from rocketmq_py.consumer._flow import (
+    BROKER_SUSPEND_MAX_TIME_MS,
+    CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
+    PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
+    flow_control,
+)
+from rocketmq_py.consumer._group_client import read_pull_reply, refresh_quietly
+from rocketmq_py.consumer._pull_result import next_pull_action, pull_error_delay_ms
+from rocketmq_py.consumer._queue_state import QueueState
+from rocketmq_py.errors import RocketMQError
+from rocketmq_py.protocol import pull_request_header
+
+if TYPE_CHECKING:
+    from rocketmq_py.consumer._push import PushConsumer
+
+__all__ = ["pull_loop"]
+
+log = logging.getLogger("rocketmq_py.consumer")
+
+
+async def pull_loop(consumer: PushConsumer, state: QueueState) -> None:
+    """Pull ``state``'s queue until it is dropped or its scope is cancelled."""
+    mq, pq = state.mq, state.pq
+    routes, api = consumer.instance.routes, consumer.instance.api
+    broker_id = MASTER_ID
+    with state.scope:
+        while not pq.dropped:
+            # Every attempt counts as a pull, whatever comes of it (Java stamps lastPullTimestamp
+            # first thing in pullMessage): only a lost loop goes idle.
+            pq.last_pull_time = trio.current_time()
+            state.flow = flow_control(pq, consumer._limits, orderly=consumer.orderly)
+            if state.flow is not None:
+                await trio.sleep(state.flow.delay_ms / 1000)
+                continue
+            if consumer.orderly and not consumer.broadcasting and not pq.locked:
+                # Java pulls an orderly queue only while it is locked; the renewal may lock it again.
+                await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
+                continue
+            sub = consumer._subscriptions.get(mq.topic)
+            found = routes.find_broker(mq.broker_name, broker_id)
+            if sub is None or found is None:
+                await refresh_quietly(routes, mq.topic)
+                await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
+                continue
+            # Java asks the broker to store the group's progress with the pull in CLUSTERING only,
+            # and never a slave.
+            commit = (
+                consumer.offsets.get(mq) if not consumer.broadcasting and found.broker_id == MASTER_ID else 0
+            )
+            header = pull_request_header(
+                consumer.group,
+                mq,
+                offset=state.next_offset,
+                max_msgs=consumer.pull_batch_size,
+                expression_type=sub.expression_type.value,
+                sub_version=sub.sub_version,
+                commit_offset=commit,
+                suspend_ms=BROKER_SUSPEND_MAX_TIME_MS,
+            )
+            started = trio.current_time()
+            try:
+                reply = await api.pull_message(
+                    found.address, header, timeout=CONSUMER_TIMEOUT_WHEN_SUSPEND_MS / 1000
+                )
+                result, msgs = read_pull_reply(
+                    reply, msg_filter=consumer._filters.get(mq.topic), queue_id=mq.queue_id
+                )
+            except RocketMQError as exc:
+                log.info("pull of %s from %s failed: %s", mq, found.address, exc)
+                await trio.sleep(pull_error_delay_ms(exc) / 1000)
+                continue
+            broker_id = result.suggest_which_broker_id
+            action = next_pull_action(
+                result,
+                request_offset=state.next_offset,
+                found_count=len(msgs),
+                first_message_offset=msgs[0].queue_offset if msgs else None,
+                process_queue_empty=pq.msg_count == 0,
+            )
+            fresh = pq.add_messages(msgs) if action.dispatch else []
+            consumer._counters.count_pull(mq.topic, found=len(fresh), started=started)
+            if fresh:
+                await consumer._consume_service.hand_over(state, fresh)
+            if action.correct_offset:
+                consumer.offsets.update(mq, action.next_offset)
+            if action.drop_queue:
+                log.warning(
+                    "%s: offset %d of %s is illegal (%s): dropping the queue",
+                    consumer.group,
+                    state.next_offset,
+                    mq,
+                    result,
+                )
+                pq.dropped = True
+                consumer._running().start_soon(
+                    fix_illegal_offset, consumer, state, action.next_offset, action.delay_ms
+                )
+                return
+            state.next_offset = action.next_offset
+            if action.delay_ms:
+                await trio.sleep(action.delay_ms / 1000)
+
+
+async def fix_illegal_offset(
+    consumer: PushConsumer, state: QueueState, next_offset: int, delay_ms: int
+) -> None:
+    """After an OFFSET_ILLEGAL answer: commit the broker's corrected offset, forget the queue, rebalance.
+
+    Java waits 10 s first (``executeTaskLater``), so that messages still being consumed finish.
+    """
+    await trio.sleep(delay_ms / 1000)
+    if consumer._queues.get(state.mq) is not state:
+        return  # rebalanced away (and maybe back) meanwhile: the new owner's offset stands
+    offsets = consumer.offsets
+    offsets.update(state.mq, next_offset, increase_only=False)
+    try:
+        # Under the persist lock: the periodic commit cannot write an older offset after this one.
+        await consumer._assignment.persist_locked(state.mq)
+    except RocketMQError as exc:
+        log.warning("persisting the corrected offset of %s failed: %s", state.mq, exc)
+    consumer._queues.pop(state.mq, None)
+    offsets.remove(state.mq)
+    consumer._rebalance_now.set()

@@ -1,0 +1,71 @@
+"""One queue a push consumer owns: its cache, its pull task's scope and its handoff state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import trio
+
+from rocketmq_py.consumer._flow import FlowVerdict
+from rocketmq_py.consumer._process_queue import ProcessQueue
+from rocketmq_py.protocol import MessageQueue
+
+__all__ = ["QueueState"]
+
+
+@dataclass(slots=True)
+class QueueState:
+    """What the push consumer's services share about one owned queue.
+
+    The pull loop runs under :attr:`scope` (cancelled to stop pulling); listener calls on the
+    queue's messages are counted in :attr:`inflight` (:meth:`begin` / :meth:`end`) so that a
+    revoke can wait for :attr:`quiet`.
+    """
+
+    mq: MessageQueue
+    pq: ProcessQueue
+    #: The offset the next pull asks for.
+    next_offset: int
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    #: Why flow control pauses the pull now, if it does.
+    flow: FlowVerdict | None = None
+    #: Leaving: no new listener call starts; running ones may finish (graceful handoff).
+    revoking: bool = False
+    #: Listener calls running on this queue's messages.
+    inflight: int = 0
+    #: Set (and replaced) each time :attr:`inflight` drops to zero.
+    quiet: trio.Event = field(default_factory=trio.Event)
+    #: (orderly) messages arrived / state changed: the queue's consume task looks again.
+    wake: trio.Event = field(default_factory=trio.Event)
+    #: (orderly) paused after a SUSPEND answer until this clock time.
+    suspended_until: float = 0.0
+    #: The pull loop waits for the consume workers to take its messages (it is alive, not idle).
+    handing_off: bool = False
+    #: The offset last committed (to the broker or the local file) by this consumer, -1 none.
+    persisted_offset: int = -1
+
+    @property
+    def last_pull_time(self) -> float:
+        """Clock time of the pull loop's last attempt (the idle check reads it)."""
+        return self.pq.last_pull_time
+
+    def begin(self) -> None:
+        """A listener call on this queue starts."""
+        self.inflight += 1
+
+    def end(self) -> None:
+        """A listener call on this queue ended."""
+        self.inflight -= 1
+        if self.inflight == 0:
+            self.quiet.set()
+            self.quiet = trio.Event()
+
+    def poke(self) -> None:
+        """Wake the queue's orderly consume task."""
+        self.wake.set()
+        self.wake = trio.Event()
+
+    async def wait_quiet(self) -> None:
+        """Return once no listener call runs on this queue."""
+        while self.inflight:
+            await self.quiet.wait()

@@ -77,6 +77,8 @@ __all__ = [
 SLAVE_SUFFIX = "-slave"
 #: Seconds :meth:`LocalCluster.start_namesrv` waits for every running broker to register again.
 NAMESRV_REREGISTER_TIMEOUT = 60.0
+#: Seconds after boot before a broker that has not registered is asked to (see ``start``).
+BOOT_REGISTER_GRACE = 2.0
 _UPDATE_BROKER_CONFIG = 25  # Java RequestCode.UPDATE_BROKER_CONFIG
 _GET_BROKER_CONFIG = 26  # Java RequestCode.GET_BROKER_CONFIG
 _PERMISSION = re.compile(r"^brokerPermission=(\d+)$", re.MULTILINE)
@@ -232,7 +234,10 @@ class LocalCluster(Cluster):
                 wait_for_line(self._brokers[name], _BROKER_BOOT, self._boot_timeout, f"broker {name}")
             t3 = time.monotonic()
             self.timings["brokers"] = t3 - t2
-            self.wait_until_registered()
+            # A broker skips its registration at boot when its client has not yet found the
+            # NameServer reachable (seen with TLS: the first registration came 10 s later, on the
+            # timer); ask it after a moment instead of waiting for the timer.
+            self._await_registration(ask_after=BOOT_REGISTER_GRACE)
             self.timings["registered"] = time.monotonic() - t3
         except BaseException:
             self.stop()
@@ -376,25 +381,36 @@ class LocalCluster(Cluster):
 
         A restarted NameServer knows no broker: each registers again on its own timer
         (:data:`REGISTER_PERIOD_MS`), and only once its client has seen the NameServer reachable (a
-        scan every 3 s). A broker still missing a period later is asked to register at once (its
-        own ``brokerPermission`` written back: 4.x and 5.x brokers register on that change), so this
+        scan every 3 s). A broker still missing a period later is asked to register at once, so this
         returns as soon as the cluster is complete and fails only if a running broker never answers.
         """
         if self._namesrv is None:
             raise ClusterError("the cluster was never started")
         if not self._namesrv.running():
             self._start_node("namesrv", self._namesrv, _NAMESRV_BOOT)
+        self._await_registration(ask_after=REGISTER_PERIOD_MS / 1000 + 3.0)
+
+    def _await_registration(self, ask_after: float) -> None:
+        """Wait until the NameServer lists every running broker; ask those still missing after
+        ``ask_after`` seconds to register now (their own ``brokerPermission`` written back: 4.x and
+        5.x brokers register with every NameServer on that change), then every 3 s.
+
+        Raises:
+            ClusterError: a running broker is still missing after :data:`NAMESRV_REREGISTER_TIMEOUT`.
+        """
         deadline = time.monotonic() + NAMESRV_REREGISTER_TIMEOUT
-        ask_at = time.monotonic() + REGISTER_PERIOD_MS / 1000 + 3.0
+        ask_at = time.monotonic() + ask_after
         missing = self.missing_members()
         while missing:
             now = time.monotonic()
             if now > deadline:
                 self.wait_until_registered(timeout=0.0)  # raises, naming the missing brokers
             if now >= ask_at:
-                log.warning(
-                    "brokers %s did not register with the restarted NameServer within a period; asking them",
+                log.info(
+                    "brokers %s not registered with %s after %.0f s; asking them to register",
                     ", ".join(f"{b.name}/{b.broker_id}" for b in missing),
+                    self.namesrv_addr,
+                    ask_after,
                 )
                 for broker in missing:
                     self._ask_to_register(broker)

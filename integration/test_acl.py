@@ -232,7 +232,11 @@ async def test_mqadmin_consumer_status_sees_our_consumer(
     consumer = PushConsumer(name, listener=listener, rebalance_interval=1, **cluster.client_options())
     consumer.subscribe(topic)
     async with consumer:
-        await wait_until(lambda: len(consumer.statistics()) == 2, 30, "both queues owned")
+        await wait_until(
+            lambda: len([s for s in consumer.statistics() if s.queue.topic == topic]) == 2,
+            30,
+            "both queues owned",
+        )
         status = await trio.to_thread.run_sync(
             lambda: cluster.mqadmin("consumerStatus", "-g", name, "-i", consumer.client_id).output
         )

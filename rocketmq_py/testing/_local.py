@@ -217,6 +217,7 @@ class LocalCluster(Cluster):
             namesrv=self.namesrv_addr,
             brokers={n: self._info(n).address for n in self._nodes},
             version=self.version,
+            shape={"acl": self.credentials is not None, "tls": self._tls},
         )
         self._registry.save()
         if not self._detached:

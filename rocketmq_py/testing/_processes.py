@@ -129,6 +129,8 @@ class Registry:
     brokers: dict[str, str] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     version: str = ""
+    #: ``{"acl": bool, "tls": bool}`` of a LocalCluster: how its tools connect (``<workdir>/tools-home``).
+    shape: dict[str, bool] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import ssl
 import threading
@@ -148,3 +149,33 @@ def test_other_backends_refuse_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
         start_cluster(acl=True)
     with pytest.raises(ClusterError, match="jar backend"):
         start_cluster(slaves=["broker-a"])
+
+
+def test_tools_of_a_detached_shaped_cluster_sign_and_speak_tls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rocketmq_py.testing import _cli
+    from rocketmq_py.testing._processes import Registry
+
+    monkeypatch.setenv("ROCKETMQ_PY_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("ROCKETMQ_NAMESRV", raising=False)
+    reg = Registry(
+        cluster_id="up-shape",
+        owner_pid=os.getpid(),
+        owner_start=None,
+        detached=True,
+        workdir=str(tmp_path / "work"),
+        namesrv="127.0.0.1:9876",
+        pids={"namesrv": os.getpid()},
+        version="5.3.3",
+        shape={"acl": True, "tls": True},
+    )
+    reg.save()
+    namesrv, version, settings = _cli._target()
+    assert (namesrv, version) == ("127.0.0.1:9876", "5.3.3")
+    assert settings["home"] == tmp_path / "work" / "tools-home"
+    assert f"-Dtls.client.trustCertPath={tmp_path / 'work' / 'tls' / 'ca.pem'}" in settings["jvm_opts"]
+    reg.shape = {}
+    reg.save()
+    assert _cli._target()[2] == {}
+    reg.remove()

@@ -15,7 +15,8 @@ import trio
 
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._route import find_broker_address, subscribe_queues
-from rocketmq_py._transport import AclRPCHook, ConnectionPool
+from rocketmq_py._transport import ConnectionPool
+from rocketmq_py._transport._hooks import AclRPCHook
 from rocketmq_py.errors import (
     BrokerError,
     RocketMQError,

@@ -117,7 +117,9 @@ class LocalCluster(Cluster):
             these credentials, or fresh random ones for ``True``; see :attr:`credentials`.
         tls: NameServer and brokers enforce TLS with a certificate from a CA made for this cluster;
             :attr:`ssl_context` trusts it. Needs the ``openssl`` tool.
-        slaves: broker names that get one slave each (``brokerId`` 1, node ``<name>-slave``).
+        slaves: broker names that get one slave each (``brokerId`` 1, node ``<name>-slave``); the
+            brokers of such a cluster serve pulls from slaves (``slaveReadEnable=true``: 5.x slaves
+            refuse every pull without it).
 
     :meth:`client_options` gives the keyword arguments that connect a client to any of these shapes.
     The fault methods take node names: ``broker-b`` (the master) or ``broker-b-slave``.
@@ -310,22 +312,29 @@ class LocalCluster(Cluster):
             die_with_parent=not self._detached,
         )
 
+    def broker_conf(self, node: str) -> dict[str, str]:
+        """The broker.conf entries of ``node`` (a broker name, or ``<name>-slave``)."""
+        # 5.x slaves refuse every pull (SYSTEM_BUSY) unless slaveReadEnable is on (4.x serve them):
+        # a cluster with slaves turns it on so that a slave can stand in for a dead master.
+        extra = {"slaveReadEnable": "true"} if self._slave_of else {}
+        extra.update(self._extra)
+        if self.credentials is not None:
+            extra.update(acl_broker_config(self.version, self.credentials))
+        info = self._info(node)
+        return broker_config(
+            info.name,
+            namesrv=self.namesrv_addr,
+            port=self._broker_ports[node],
+            store=self.workdir / node / "store",
+            extra=extra,
+            broker_id=info.broker_id,
+        )
+
     def _make_broker(self, name: str) -> JvmProcess:
         node = self.workdir / name
         node.mkdir(parents=True, exist_ok=True)
         conf_path = node / "broker.conf"
-        extra = dict(self._extra)
-        if self.credentials is not None:
-            extra.update(acl_broker_config(self.version, self.credentials))
-        info = self._info(name)
-        conf = broker_config(
-            info.name,
-            namesrv=self.namesrv_addr,
-            port=self._broker_ports[name],
-            store=node / "store",
-            extra=extra,
-            broker_id=info.broker_id,
-        )
+        conf = self.broker_conf(name)
         conf_path.write_text(render_properties(conf))
         argv = self._jvm_argv(
             BROKER_HEAP, name, "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(conf_path)]

@@ -141,6 +141,19 @@ def test_shape_options_and_node_names_before_start() -> None:
     assert "ssl_context" not in options
     with pytest.raises(ClusterError, match="broker-z"):
         LocalCluster(2, slaves=["broker-z"])
+    slave_conf = cluster.broker_conf("broker-b-slave")
+    assert (slave_conf["brokerName"], slave_conf["brokerId"], slave_conf["brokerRole"]) == (
+        "broker-b",
+        "1",
+        "SLAVE",
+    )
+    assert slave_conf["listenPort"] == "20201"
+    # 5.x slaves refuse pulls without it; the 5.x ACL account is in every broker's config.
+    assert slave_conf["slaveReadEnable"] == cluster.broker_conf("broker-a")["slaveReadEnable"] == "true"
+    assert "alice-ak" in cluster.broker_conf("broker-a")["initAuthenticationUser"]
+    plain = LocalCluster(1)
+    plain._broker_ports["broker-a"] = 20001
+    assert "slaveReadEnable" not in plain.broker_conf("broker-a")
 
 
 def test_other_backends_refuse_shapes(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -98,6 +98,11 @@ def addresses(cluster: LocalCluster) -> tuple[str, str]:
     return cluster.broker_address("broker-b"), slave.address
 
 
+def log_tail(cluster: LocalCluster, node: str, lines: int = 30) -> str:
+    """The last lines of ``node``'s stdout log, for a failure message."""
+    return "\n".join(cluster.log_path(node).read_text(errors="replace").splitlines()[-lines:])
+
+
 async def max_offsets(api: RemotingApi, address: str, topic: str) -> list[int]:
     return [await api.get_max_offset(address, topic, q) for q in range(QUEUES)]
 
@@ -205,10 +210,12 @@ async def test_a_running_consumer_reads_the_dead_masters_queues_from_its_slave(
             sent |= await produce(cluster, topic, "p4", 40)
             await wait_until(lambda: set(sent) <= set(consumed), 90, "every acknowledged message consumed")
             master, _ = addresses(cluster)
+            assert cluster.broker_running("broker-b"), log_tail(cluster, "broker-b")
             ends = await max_offsets(api, master, topic)
             await wait_offsets(api, master, name, topic, ends, 30, "offsets committed to the master again")
     finally:
         if not cluster.broker_running("broker-b"):
+            print(f"broker-b's master had stopped:\n{log_tail(cluster, 'broker-b')}")
             await trio.to_thread.run_sync(cluster.restart_broker, "broker-b")
     assert {sent[b] for b in sent if b.startswith(b"p4-")} == {"broker-a", "broker-b"}
     assert {sent[b] for b in sent if b.startswith(b"p3-")} == {"broker-a"}

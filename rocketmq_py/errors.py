@@ -18,7 +18,9 @@ Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
     │   └── ConnectionFailed          connect refused/reset/closed, incl. mid-request
     │       └── TlsMismatch           TLS on one side, plaintext on the other (most probably)
     ├── BrokerError                   the broker or NameServer answered with a non-success code
-    │   └── one subclass per response code (registry: :func:`broker_error_for`)
+    │   ├── one subclass per response code (registry: :func:`broker_error_for`)
+    │   └── NoPermission (16)
+    │       └── AuthenticationFailed  wrong secret, unknown access key, no credentials (ACL)
     ├── ClientError                   the caller asked for something invalid (no I/O happened)
     │   ├── InvalidMessage            topic name, empty/oversized body, reserved property
     │   │   ├── InvalidTopic          empty, too long, illegal characters, or a system topic
@@ -34,15 +36,23 @@ Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
 ``BrokerError`` subclasses carry ``code`` and ``remark`` and two class attributes that the
 services consult instead of matching on codes: ``retriable`` (a producer may retry, on another
 broker) and ``refresh_route`` (the route cache is probably stale).
+
+A few answers share a code with others and differ only by their remark; :func:`broker_error_for`
+tells them apart. ACL is the case: a 5.x broker answers NO_PERMISSION (16) both for a user without
+the right and for credentials it rejects, and a 4.x broker answers SYSTEM_ERROR (1) with the
+``AclException`` text for both. Rejected credentials become :class:`AuthenticationFailed` (not
+retriable: another attempt signs with the same keys), a 4.x permission denial :class:`NoPermission`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from typing import ClassVar, TypeVar
 
 __all__ = [
+    "AuthenticationFailed",
     "BrokerError",
     "ClientError",
     "ClusterError",
@@ -60,6 +70,7 @@ __all__ = [
     "MalformedHeader",
     "MalformedMessage",
     "MessageTooLarge",
+    "NoPermission",
     "ProtocolError",
     "RemoteProtocolError",
     "RequestTimeout",
@@ -271,6 +282,19 @@ class NoPermission(BrokerError):
     response_code = 16
     retriable = True
     refresh_route = True
+
+
+class AuthenticationFailed(NoPermission):
+    """The broker rejected the request's ACL credentials.
+
+    A wrong secret key (the signature does not match), an access key the broker does not know, a
+    disabled user, or no credentials where the broker requires them. A 5.x broker answers code 16
+    (NO_PERMISSION), a 4.x broker code 1 (SYSTEM_ERROR) with its ``AclException`` text; ``code`` is
+    the code received. The remark names the access key at most, never the secret.
+    """
+
+    retriable = False
+    refresh_route = False
 
 
 @_register
@@ -492,8 +516,45 @@ class GoAway(BrokerError):
     refresh_route = True
 
 
+# Answers told apart by their remark: (code, pattern searched in the remark, class).
+_BY_REMARK: tuple[tuple[int, re.Pattern[str], type[BrokerError]], ...] = (
+    # 5.x ACL 2.0: AuthenticationException texts (AuthenticationPipeline / the authorization
+    # pipeline's user check answer them as NO_PERMISSION).
+    (
+        16,
+        re.compile(
+            r"check signature failed|User:\S* (?:is )?not found|User:\S* is disabled"
+            r"|username cannot be null|Authentication failed|authentication header is incorrect",
+            re.IGNORECASE,
+        ),
+        AuthenticationFailed,
+    ),
+    # 4.x ACL 1.0: the broker's RPC hook throws AclException, answered as SYSTEM_ERROR.
+    (
+        1,
+        re.compile(
+            r"AclException: (?:Check signature failed|No acl config for|No accessKey is configured"
+            r"|No PlainAccessResource for)"
+        ),
+        AuthenticationFailed,
+    ),
+    (
+        1,
+        re.compile(r"AclException: (?:No default permission|Need admin permission|No permission)"),
+        NoPermission,
+    ),
+)
+
+
 def broker_error_for(code: int, remark: str | None = None) -> BrokerError:
-    """Build the typed error for a non-success response code (unknown codes give ``BrokerError``)."""
+    """Build the typed error for a non-success response code (unknown codes give ``BrokerError``).
+
+    The remark picks the class where one code means several things (see the module docstring).
+    """
+    if remark:
+        for refined_code, pattern, refined in _BY_REMARK:
+            if code == refined_code and pattern.search(remark):
+                return refined(code, remark)
     cls = _REGISTRY.get(code, BrokerError)
     return cls(code, remark)
 

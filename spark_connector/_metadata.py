@@ -17,6 +17,7 @@ from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._route import find_broker_address, subscribe_queues
 from rocketmq_py._client._timestamp import offset_for_timestamp
 from rocketmq_py._transport import ConnectionPool
+from rocketmq_py._transport._hooks import AclRPCHook
 from rocketmq_py.errors import (
     BrokerError,
     RocketMQError,
@@ -42,6 +43,7 @@ from spark_connector._planning import QueueState
 __all__ = [
     "broker_addresses",
     "commit_group_offsets",
+    "connection_pool",
     "list_topics",
     "queue_states",
     "resolve_topics",
@@ -56,6 +58,13 @@ T = TypeVar("T")
 _PLANNING_CONCURRENCY = 16
 
 
+def connection_pool(options: ReadOptions) -> ConnectionPool:
+    """A pool that signs every request with the options' ACL credentials, if any."""
+    if options.access_key is not None and options.secret_key is not None:
+        return ConnectionPool(hooks=[AclRPCHook(options.access_key, options.secret_key)])
+    return ConnectionPool()
+
+
 def run_with_api(options: ReadOptions, fn: Callable[[RemotingApi], Awaitable[T]]) -> T:
     """Run ``fn(api)`` in a fresh trio loop with its own connection pool; returns its result.
 
@@ -63,7 +72,7 @@ def run_with_api(options: ReadOptions, fn: Callable[[RemotingApi], Awaitable[T]]
     """
 
     async def main() -> T:
-        async with ConnectionPool() as pool:
+        async with connection_pool(options) as pool:
             return await fn(RemotingApi(pool, timeout=options.pull_timeout))
 
     try:

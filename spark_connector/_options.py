@@ -4,6 +4,10 @@ Every option value arrives as a string (Spark lower-cases the keys). A bad value
 :class:`SparkOptionError` naming the option as the user spelled it in the documentation, e.g.
 ``numPartitions``. Options this module does not know are ignored (Spark adds its own, e.g. ``path``).
 
+``accessKey`` / ``secretKey`` sign every request for a broker with ACL on (reader and writer; give
+both or neither). The secret is kept out of reprs and error messages; Spark itself redacts option
+values whose key contains "secret" in plans and its UI.
+
 Offset specifications (``startingOffsets``, ``endingOffsets``) are ``earliest``, ``latest`` or JSON
 ``{"topic": {"broker": {"queueId": offset}}}``, where offset ``-2`` means earliest and ``-1``
 latest, as in Spark's Kafka source.
@@ -34,6 +38,7 @@ __all__ = [
     "ReadOptions",
     "SparkOptionError",
     "SpecificOffsets",
+    "parse_credentials",
     "parse_offset_spec",
     "parse_read_options",
 ]
@@ -79,6 +84,8 @@ class ReadOptions:
         pull_batch_size: messages asked for per pull.
         pull_timeout_ms: deadline of each pull and planning call.
         commit_to_group: streaming: write committed offsets to this consumer group.
+        access_key, secret_key: ACL credentials (``accessKey`` / ``secretKey``); requests are signed
+            when set. The secret is not in the repr.
     """
 
     namesrv: tuple[str, ...]
@@ -97,6 +104,8 @@ class ReadOptions:
     pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE
     pull_timeout_ms: int = DEFAULT_PULL_TIMEOUT_MS
     commit_to_group: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -125,6 +134,8 @@ _NAMES: Final = {
         "pullBatchSize",
         "pullTimeoutMs",
         "commitToGroup",
+        "accessKey",
+        "secretKey",
     )
 }
 
@@ -202,6 +213,20 @@ def _topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
     if not names:
         raise SparkOptionError("topic", f"{topic!r} names no topic")
     return names, None
+
+
+def parse_credentials(options: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """``(accessKey, secretKey)`` from lower-cased options: both, or neither (``(None, None)``).
+
+    Raises:
+        SparkOptionError: only one of the two is given (the message never holds the secret).
+    """
+    access_key = _get(options, "accessKey")
+    secret_key = _get(options, "secretKey")
+    if (access_key is None) != (secret_key is None):
+        missing = "secretKey" if secret_key is None else "accessKey"
+        raise SparkOptionError(missing, "is required too: give accessKey and secretKey together")
+    return access_key, secret_key
 
 
 def _sub_expression(options: Mapping[str, str]) -> str:
@@ -320,6 +345,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
             "maxRecordsPerBatch", "is for streaming reads only (see maxRecordsPerPartition)"
         )
     extra = {k: v for k, v in lowered.items() if k not in _NAMES}
+    access_key, secret_key = parse_credentials(lowered)
     return ReadOptions(
         namesrv=namesrv,
         topics=topics,
@@ -338,5 +364,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         or DEFAULT_PULL_BATCH_SIZE,
         pull_timeout_ms=_int(lowered, "pullTimeoutMs", minimum=1) or DEFAULT_PULL_TIMEOUT_MS,
         commit_to_group=group,
+        access_key=access_key,
+        secret_key=secret_key,
         extra=extra,
     )

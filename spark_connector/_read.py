@@ -36,7 +36,6 @@ import pyarrow as pa
 import trio
 
 from rocketmq_py._client._api import RemotingApi
-from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.consumer._filter import MessageFilter
 from rocketmq_py.errors import unwrap_single
 from rocketmq_py.protocol import (
@@ -57,7 +56,7 @@ from spark_connector._columns import (
     record_starts,
 )
 from spark_connector._errors import DataLossError
-from spark_connector._metadata import broker_addresses, route
+from spark_connector._metadata import broker_addresses, connection_pool, route
 from spark_connector._options import ReadOptions
 from spark_connector._planning import QueueRange, RocketMQPartition
 
@@ -279,7 +278,7 @@ async def _produce(
             for r in ranges:
                 nursery.start_soon(one, r)
 
-    async with ConnectionPool() as pool:
+    async with connection_pool(options) as pool:
         await run(RemotingApi(pool, timeout=options.pull_timeout))
 
 

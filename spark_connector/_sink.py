@@ -13,7 +13,7 @@ Columns (names case-insensitive; other columns are ignored, as Spark's Kafka sin
 
 Options (values are strings): ``namesrv`` (required), ``topic``, ``producerGroup``,
 ``deterministicKeys`` (see below), ``writeId``, ``sendTimeoutMs``, ``maxInFlight``, ``batchSize``,
-``maxMessageSize``.
+``maxMessageSize``, ``accessKey`` / ``secretKey`` (ACL; both or neither).
 
 A task (one ``trio.run``) keeps up to ``maxInFlight`` send requests in flight. Rows without a
 sharding key and without a delay are grouped into batch sends per topic (Java's rules forbid delays
@@ -71,6 +71,7 @@ from rocketmq_py.producer._selectors import select_by_sharding_key
 from rocketmq_py.producer._validation import MAX_MESSAGE_SIZE, validate_producer_group, validate_topic
 from rocketmq_py.protocol import Message, MessageQueue, PropertyKey
 from spark_connector._errors import SparkOptionError
+from spark_connector._options import parse_credentials
 
 __all__ = [
     "RocketMQCommitMessage",
@@ -120,6 +121,8 @@ class SinkOptions:
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     batch_size: int = DEFAULT_BATCH_SIZE
     max_message_size: int = MAX_MESSAGE_SIZE
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
 
 
 def _bool_option(options: Mapping[str, str], name: str, default: bool) -> bool:
@@ -168,6 +171,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     except ClientError as exc:
         raise SparkOptionError("producerGroup", str(exc)) from None
     write_id = lowered.get("writeid")
+    access_key, secret_key = parse_credentials(lowered)
     return SinkOptions(
         namesrv=namesrv,
         topic=topic,
@@ -178,6 +182,8 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         max_in_flight=_int_option(lowered, "maxInFlight", DEFAULT_MAX_IN_FLIGHT),
         batch_size=_int_option(lowered, "batchSize", DEFAULT_BATCH_SIZE),
         max_message_size=_int_option(lowered, "maxMessageSize", MAX_MESSAGE_SIZE),
+        access_key=access_key,
+        secret_key=secret_key,
     )
 
 
@@ -543,6 +549,8 @@ class _SinkBase:
             namesrv=opts.namesrv,
             send_timeout=opts.send_timeout,
             max_message_size=opts.max_message_size,
+            access_key=opts.access_key,
+            secret_key=opts.secret_key,
         ) as producer:
             return await send_messages(
                 producer,

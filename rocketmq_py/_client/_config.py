@@ -106,8 +106,9 @@ class ClientConfig:
     heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL
     serialize_type: SerializeType = SerializeType.JSON
     access_key: str | None = None
-    secret_key: str | None = None
-    security_token: str | None = None
+    # Secrets stay out of reprs (and so out of logs and tracebacks that show the config).
+    secret_key: str | None = field(default=None, repr=False)
+    security_token: str | None = field(default=None, repr=False)
     ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
     close_connection_on_timeout: bool = DEFAULT_CLOSE_ON_TIMEOUT
 

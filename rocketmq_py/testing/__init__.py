@@ -2,13 +2,23 @@
 
 ``start_cluster()`` gives a NameServer and brokers from the Apache RocketMQ jars on Maven Central
 (local JVMs), the ``apache/rocketmq`` Docker image, or an external cluster named by
-``ROCKETMQ_NAMESRV``. ``python -m rocketmq_py.testing up|status|down|mqadmin|java-bench`` does the
+``ROCKETMQ_NAMESRV``. The local JVMs also come in production shapes: ACL on, TLS enforced, masters
+with slaves (``start_cluster(acl=True, tls=True, slaves=["broker-b"])``), and
+``cluster.client_options()`` connects a client to any of them. ``python -m rocketmq_py.testing up|status|down|mqadmin|java-bench`` does the
 same from a shell, and ``record`` puts a recording proxy between a client and a server.
 :class:`FakeBroker` is an in-process broker built from our codec, for deterministic tests of timing
 and faults (never a stand-in for the real broker in a compatibility claim).
 """
 
-from rocketmq_py.testing._cluster import CLUSTER_NAME, BrokerInfo, Cluster, cluster_info, topic_route
+from rocketmq_py.testing._acl import Credentials
+from rocketmq_py.testing._cluster import (
+    CLUSTER_NAME,
+    BrokerInfo,
+    Cluster,
+    cluster_info,
+    cluster_members,
+    topic_route,
+)
 from rocketmq_py.testing._distribution import (
     DEFAULT_VERSION,
     Classpath,
@@ -29,6 +39,7 @@ __all__ = [
     "BrokerInfo",
     "Classpath",
     "Cluster",
+    "Credentials",
     "FakeBroker",
     "LocalCluster",
     "ToolResult",
@@ -37,6 +48,7 @@ __all__ = [
     "choose_backend",
     "cleanup_stale",
     "cluster_info",
+    "cluster_members",
     "resolve_bench",
     "resolve_server",
     "run_java_bench",

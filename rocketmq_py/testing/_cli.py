@@ -2,7 +2,9 @@
 
 Commands::
 
-    up [--brokers N] [--version V]   start a detached cluster; the last line is ROCKETMQ_NAMESRV=host:port
+    up [--brokers N] [--version V] [--acl] [--tls] [--slave BROKER]...
+                                     start a detached cluster; the last line is ROCKETMQ_NAMESRV=host:port
+                                     (--acl prints the account, --tls the CA file clients must trust)
     status                           what runs
     down                             stop every detached cluster (and any left by dead processes)
     fetch [--version V]              download the jars (server and benchmark tools) into the cache
@@ -21,10 +23,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._distribution import DEFAULT_VERSION, resolve_bench, resolve_server
 from rocketmq_py.testing._processes import Registry, cleanup_stale, pid_alive
+from rocketmq_py.testing._tls import TlsFiles
 from rocketmq_py.testing._tools import BENCH_MAIN_CLASSES, ToolResult, run_java_bench, run_mqadmin
 
 __all__ = ["main"]
@@ -34,34 +38,54 @@ def _running_detached() -> list[Registry]:
     return [r for r in Registry.all() if r.detached and any(pid_alive(p) for p in r.pids.values())]
 
 
-def _target() -> tuple[str, str]:
-    """(namesrv, version) of the cluster the tools should talk to."""
+def _target() -> tuple[str, str, dict[str, Any]]:
+    """(namesrv, version, tool settings) of the cluster the tools should talk to."""
     env = os.environ.get("ROCKETMQ_NAMESRV")
     if env:
-        return env, os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION)
+        return env, os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION), {}
     running = _running_detached()
     if not running:
         raise ClusterError(
             "no cluster is running: run `python -m rocketmq_py.testing up` or set ROCKETMQ_NAMESRV"
         )
-    return running[-1].namesrv, running[-1].version or DEFAULT_VERSION
+    reg = running[-1]
+    settings: dict[str, Any] = {}
+    if reg.shape.get("acl") or reg.shape.get("tls"):
+        workdir = Path(reg.workdir)
+        settings["home"] = workdir / "tools-home"  # tools.yml with the ACL account
+        if reg.shape.get("tls"):
+            tls = workdir / "tls"
+            files = TlsFiles(tls / "ca.pem", tls / "server.pem", tls / "server.key")
+            settings["jvm_opts"] = files.tool_properties(tls / "no-tls.properties")
+    return reg.namesrv, reg.version or DEFAULT_VERSION, settings
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
     from rocketmq_py.testing._local import LocalCluster
 
     cleanup_stale()
+    plain = not (args.acl or args.tls or args.slave)
     for reg in _running_detached():
-        if len(reg.brokers) == args.brokers and (reg.version or DEFAULT_VERSION) == args.version:
+        same = len(reg.brokers) == args.brokers and (reg.version or DEFAULT_VERSION) == args.version
+        if same and plain and not any(reg.shape.values()):
             print(f"already running: {reg.cluster_id} ({', '.join(reg.brokers)})")
             print(f"ROCKETMQ_NAMESRV={reg.namesrv}")
             return 0
-    cluster = LocalCluster(args.brokers, version=args.version, detached=True).start()
+    cluster = LocalCluster(
+        args.brokers, version=args.version, detached=True, acl=args.acl, tls=args.tls, slaves=args.slave
+    ).start()
     cluster.detach()
     print(f"cluster {cluster.cluster_id}: RocketMQ {args.version}, work directory {cluster.workdir}")
-    for broker in cluster.brokers:
-        print(f"  {broker.name}: {broker.address}")
+    for broker in [*cluster.brokers, *cluster.slaves]:
+        role = " (slave)" if broker.broker_id else ""
+        print(f"  {broker.name}{role}: {broker.address}")
     print("  timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items()))
+    if cluster.credentials is not None:
+        # A throw-away account of a local test cluster: printed so that clients can use it.
+        print(f"ROCKETMQ_ACCESS_KEY={cluster.credentials.access_key}")
+        print(f"ROCKETMQ_SECRET_KEY={cluster.credentials.secret_key}")
+    if args.tls:
+        print(f"TLS: trust the CA in {cluster.workdir / 'tls' / 'ca.pem'}")
     print(f"ROCKETMQ_NAMESRV={cluster.namesrv_addr}")
     return 0
 
@@ -111,12 +135,12 @@ def _print_tool(result: ToolResult) -> int:
 
 
 def _cmd_mqadmin(args: argparse.Namespace) -> int:
-    namesrv, version = _target()
-    return _print_tool(run_mqadmin(args.args, namesrv=namesrv, version=version, timeout=None))
+    namesrv, version, settings = _target()
+    return _print_tool(run_mqadmin(args.args, namesrv=namesrv, version=version, timeout=None, **settings))
 
 
 def _cmd_java_bench(args: argparse.Namespace) -> int:
-    namesrv, version = _target()
+    namesrv, version, _ = _target()
     return _print_tool(run_java_bench(args.tool, args.args, namesrv=namesrv, version=version, timeout=None))
 
 
@@ -164,6 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     up = sub.add_parser("up", help="start a cluster in the background")
     up.add_argument("--brokers", type=int, default=1)
     up.add_argument("--version", default=os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION))
+    up.add_argument("--acl", action="store_true", help="ACL on, with a fresh admin account")
+    up.add_argument("--tls", action="store_true", help="NameServer and brokers enforce TLS")
+    up.add_argument("--slave", action="append", default=[], metavar="BROKER", help="give BROKER a slave")
     up.set_defaults(func=_cmd_up)
     sub.add_parser("status", help="what runs").set_defaults(func=_cmd_status)
     sub.add_parser("down", help="stop what `up` started").set_defaults(func=_cmd_down)

@@ -3,21 +3,33 @@
 from __future__ import annotations
 
 import abc
+import contextlib
 import socket
+import ssl
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocketmq_py.errors import ClusterError, RocketMQError
 
 if TYPE_CHECKING:
     from rocketmq_py.protocol._bodies import TopicRouteData
+    from rocketmq_py.testing._acl import Credentials
 from rocketmq_py.testing._distribution import DEFAULT_VERSION
 from rocketmq_py.testing._tools import ToolResult, run_java_bench, run_mqadmin
 
-__all__ = ["CLUSTER_NAME", "BrokerInfo", "Cluster", "broker_names", "cluster_info", "topic_route"]
+__all__ = [
+    "CLUSTER_NAME",
+    "BrokerInfo",
+    "Cluster",
+    "broker_names",
+    "cluster_info",
+    "cluster_members",
+    "topic_route",
+]
 
 #: ``brokerClusterName`` of the brokers we start.
 CLUSTER_NAME = "DefaultCluster"
@@ -32,10 +44,11 @@ def broker_names(count: int) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:
-    """One master broker: its name and the address clients connect to."""
+    """One broker: its name, the address clients connect to, and its id (0 = master, 1 = slave)."""
 
     name: str
     address: str
+    broker_id: int = 0
 
 
 class Cluster(abc.ABC):
@@ -46,6 +59,10 @@ class Cluster(abc.ABC):
     def __init__(self, version: str = DEFAULT_VERSION) -> None:
         self.version = version
         self.cluster_name = CLUSTER_NAME
+        #: The ACL account clients sign with, when the cluster has ACL on.
+        self.credentials: Credentials | None = None
+        #: A client TLS context that trusts the cluster, when it enforces TLS.
+        self.ssl_context: ssl.SSLContext | None = None
 
     # --- addresses -------------------------------------------------------------------------------
 
@@ -58,6 +75,26 @@ class Cluster(abc.ABC):
     @abc.abstractmethod
     def brokers(self) -> Sequence[BrokerInfo]:
         """The master brokers, in name order."""
+
+    @property
+    def slaves(self) -> Sequence[BrokerInfo]:
+        """The slave brokers (``broker_id`` 1), in name order; none unless the cluster has them."""
+        return []
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments that connect a client to this cluster, ACL and TLS included.
+
+        ``Producer(group, **cluster.client_options())`` (also ``PushConsumer``, ``LitePullConsumer``,
+        ``ClientConfig``): ``namesrv``, plus ``access_key`` / ``secret_key`` and ``ssl_context`` when the
+        cluster has ACL or TLS on.
+        """
+        options: dict[str, Any] = {"namesrv": self.namesrv_addr}
+        if self.credentials is not None:
+            options["access_key"] = self.credentials.access_key
+            options["secret_key"] = self.credentials.secret_key
+        if self.ssl_context is not None:
+            options["ssl_context"] = self.ssl_context
+        return options
 
     def broker_address(self, name: str) -> str:
         for broker in self.brokers:
@@ -111,8 +148,20 @@ class Cluster(abc.ABC):
     # --- official tools against this cluster ---------------------------------------------------------
 
     def mqadmin(self, *args: str, timeout: float | None = 120.0) -> ToolResult:
-        """Run mqadmin against this cluster's NameServer."""
-        return run_mqadmin(args, namesrv=self.namesrv_addr, version=self.version, timeout=timeout)
+        """Run mqadmin against this cluster's NameServer (with its ACL account and TLS settings)."""
+        jvm_opts, home = self._tool_settings()
+        return run_mqadmin(
+            args,
+            namesrv=self.namesrv_addr,
+            version=self.version,
+            timeout=timeout,
+            jvm_opts=jvm_opts,
+            home=home,
+        )
+
+    def _tool_settings(self) -> tuple[list[str], Path | None]:
+        """JVM flags and home directory for the Java tools (defaults: none, the shared tools home)."""
+        return [], None
 
     def java_bench(self, tool: str, *args: str, timeout: float | None = 600.0) -> ToolResult:
         """Run an official benchmark tool (``producer``, ``consumer``, ...) against this cluster."""
@@ -131,40 +180,73 @@ class Cluster(abc.ABC):
         deadline = time.monotonic() + timeout
         seen = -1
         while time.monotonic() < deadline:
-            seen = _route_queue_count(self.namesrv_addr, topic)
+            seen = _route_queue_count(self.namesrv_addr, topic, self.ssl_context)
             if seen >= queues:
                 return
             time.sleep(0.2)
         raise ClusterError(f"the route of {topic} shows {seen} queues after {timeout:.0f} s, not {queues}")
 
+    def expected_members(self) -> list[BrokerInfo]:
+        """The brokers the NameServer should list: every master and slave (a launcher: those running)."""
+        return [*self.brokers, *self.slaves]
+
+    def missing_members(self) -> list[BrokerInfo]:
+        """The :meth:`expected_members` the NameServer does not list now (all of them if it does not answer)."""
+        expected = self.expected_members()
+        try:
+            members = cluster_members(self.namesrv_addr, ssl_context=self.ssl_context)
+        except (OSError, RocketMQError):
+            return expected
+        return [b for b in expected if members.get(b.name, {}).get(b.broker_id) != b.address]
+
     def wait_until_registered(self, timeout: float = 60.0) -> None:
-        """Wait until the NameServer lists every broker of this cluster."""
+        """Wait until the NameServer lists every broker of this cluster (masters and slaves)."""
         deadline = time.monotonic() + timeout
-        missing: list[str] = [b.name for b in self.brokers]
-        while time.monotonic() < deadline:
-            try:
-                info = cluster_info(self.namesrv_addr)
-            except (OSError, RocketMQError):
-                info = {}
-            missing = [b.name for b in self.brokers if info.get(b.name) != b.address]
-            if not missing:
-                return
+        missing = self.missing_members()
+        while missing and time.monotonic() < deadline:
             time.sleep(0.2)
-        raise ClusterError(
-            f"brokers {', '.join(missing)} did not register with {self.namesrv_addr} in {timeout:.0f} s"
-        )
+            missing = self.missing_members()
+        if missing:
+            names = ", ".join(f"{b.name}/{b.broker_id} ({b.address})" for b in missing)
+            raise ClusterError(
+                f"brokers {names} did not register with {self.namesrv_addr} in {timeout:.0f} s"
+            )
+
+
+@contextlib.contextmanager
+def _connect(address: str, timeout: float, ssl_context: ssl.SSLContext | None) -> Iterator[socket.socket]:
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        if ssl_context is None:
+            yield sock
+            return
+        with ssl_context.wrap_socket(sock, server_hostname=host) as tls:
+            yield tls
 
 
 def _call(
-    address: str, code: int, ext_fields: dict[str, str] | None = None, timeout: float = 3.0
+    address: str,
+    code: int,
+    ext_fields: dict[str, str] | None = None,
+    timeout: float = 3.0,
+    *,
+    body: bytes = b"",
+    ssl_context: ssl.SSLContext | None = None,
+    credentials: Credentials | None = None,
 ) -> tuple[int, bytes]:
-    """One blocking request/reply on a fresh socket (for readiness checks; not the client's transport)."""
+    """One blocking request/reply on a fresh socket (for readiness checks; not the client's transport).
+
+    With ``credentials`` the request is signed as the client signs it (for ACL brokers).
+    """
+    from rocketmq_py._transport._hooks import AclRPCHook
     from rocketmq_py.protocol._command import RemotingCommand
     from rocketmq_py.protocol._frame import FrameBuffer
 
-    host, port = address.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
-        sock.sendall(RemotingCommand.request(code, ext_fields or {}).encode())
+    request = RemotingCommand.request(code, ext_fields or {}, body)
+    if credentials is not None:
+        request = AclRPCHook(credentials.access_key, credentials.secret_key).before_request(request)
+    with _connect(address, timeout, ssl_context) as sock:
+        sock.sendall(request.encode())
         buf = FrameBuffer()
         while True:
             chunk = sock.recv(65536)
@@ -175,34 +257,42 @@ def _call(
                     return reply.code, bytes(reply.body)
 
 
-def cluster_info(namesrv: str) -> dict[str, str]:
-    """Broker name -> master address, from the NameServer's GET_BROKER_CLUSTER_INFO (code 106)."""
+def cluster_members(namesrv: str, *, ssl_context: ssl.SSLContext | None = None) -> dict[str, dict[int, str]]:
+    """Broker name -> {broker id: address}, from the NameServer's GET_BROKER_CLUSTER_INFO (code 106)."""
     from rocketmq_py.protocol._fastjson import parse_fastjson
 
-    code, body = _call(namesrv, 106)
+    code, body = _call(namesrv, 106, ssl_context=ssl_context)
     if code != 0:
         return {}
     data = parse_fastjson(body)
     table = data.get("brokerAddrTable", {}) if isinstance(data, dict) else {}
-    out: dict[str, str] = {}
+    out: dict[str, dict[int, str]] = {}
     for name, broker in table.items():
         addrs = broker.get("brokerAddrs", {}) if isinstance(broker, dict) else {}
-        master = addrs.get(0, addrs.get("0"))
-        if isinstance(master, str):
-            out[str(name)] = master
+        out[str(name)] = {int(k): v for k, v in addrs.items() if isinstance(v, str)}
     return out
 
 
-def topic_route(namesrv: str, topic: str) -> TopicRouteData | None:
+def cluster_info(namesrv: str, *, ssl_context: ssl.SSLContext | None = None) -> dict[str, str]:
+    """Broker name -> master address, from the NameServer's GET_BROKER_CLUSTER_INFO (code 106)."""
+    members = cluster_members(namesrv, ssl_context=ssl_context)
+    return {name: addrs[0] for name, addrs in members.items() if 0 in addrs}
+
+
+def topic_route(
+    namesrv: str, topic: str, *, ssl_context: ssl.SSLContext | None = None
+) -> TopicRouteData | None:
     """The NameServer's route for ``topic`` (GET_ROUTEINFO_BY_TOPIC, code 105); None when it has none."""
     from rocketmq_py.protocol._bodies import TopicRouteData, decode_body
 
-    code, body = _call(namesrv, 105, {"topic": topic, "acceptStandardJsonOnly": "true"})
+    code, body = _call(
+        namesrv, 105, {"topic": topic, "acceptStandardJsonOnly": "true"}, ssl_context=ssl_context
+    )
     if code != 0:
         return None
     return decode_body(TopicRouteData, body)
 
 
-def _route_queue_count(namesrv: str, topic: str) -> int:
-    route = topic_route(namesrv, topic)
+def _route_queue_count(namesrv: str, topic: str, ssl_context: ssl.SSLContext | None) -> int:
+    route = topic_route(namesrv, topic, ssl_context=ssl_context)
     return 0 if route is None else sum(q.read_queue_nums for q in route.queue_datas)

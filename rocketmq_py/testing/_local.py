@@ -4,28 +4,42 @@ Everything lives in one temporary work directory::
 
     <workdir>/namesrv/{namesrv.properties, stdout.log, home/logs/...}
     <workdir>/broker-a/{broker.conf, stdout.log, store/..., home/logs/...}
+    <workdir>/broker-b-slave/...        a slave of broker-b (``slaves=["broker-b"]``)
+    <workdir>/conf/plain_acl.yml        ACL on a 4.x cluster (``acl=True``)
+    <workdir>/tools-home/conf/tools.yml the ACL account mqadmin signs with
+    <workdir>/tls/{ca,server}.{pem,key} TLS (``tls=True``)
 
 ``-Duser.home`` points into the node's directory so RocketMQ's own logs stay there too. Ports are
 free loopback ports chosen at start; a broker uses three (``listenPort - 2`` for the VIP channel,
 ``listenPort``, ``listenPort + 1`` for HA), so they are picked as a block.
+
+Brokers register with the NameServer every :data:`REGISTER_PERIOD_MS` (Java: 30 s), the shortest
+period a broker accepts, so a restarted NameServer lists them all again within seconds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
-import random
+import re
 import shutil
 import signal
-import socket
 import tempfile
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path, PurePath
+from pathlib import Path
 
-from rocketmq_py.errors import ClusterError
-from rocketmq_py.testing._cluster import CLUSTER_NAME, BrokerInfo, Cluster, broker_names
+from rocketmq_py.errors import ClusterError, RocketMQError
+from rocketmq_py.testing._acl import (
+    Credentials,
+    acl_broker_config,
+    write_plain_acl,
+    write_tools_credentials,
+)
+from rocketmq_py.testing._cluster import BrokerInfo, Cluster, _call, broker_names
 from rocketmq_py.testing._distribution import (
     DEFAULT_VERSION,
     Classpath,
@@ -42,8 +56,34 @@ from rocketmq_py.testing._processes import (
     process_start_time,
     wait_for_line,
 )
+from rocketmq_py.testing._settings import (
+    REGISTER_PERIOD_MS,
+    broker_config,
+    pick_port_block,
+    render_properties,
+)
+from rocketmq_py.testing._tls import TlsFiles, make_tls_files
 
-__all__ = ["LocalCluster"]
+__all__ = [
+    "REGISTER_PERIOD_MS",
+    "SLAVE_SUFFIX",
+    "LocalCluster",
+    "broker_config",
+    "pick_port_block",
+    "render_properties",
+]
+
+#: A slave's node name is its broker name plus this (``broker-b-slave``): the name its faults take.
+SLAVE_SUFFIX = "-slave"
+#: Seconds :meth:`LocalCluster.start_namesrv` waits for every running broker to register again.
+NAMESRV_REREGISTER_TIMEOUT = 60.0
+#: Seconds after boot before a broker that has not registered is asked to (see ``start``).
+BOOT_REGISTER_GRACE = 2.0
+_UPDATE_BROKER_CONFIG = 25  # Java RequestCode.UPDATE_BROKER_CONFIG
+_GET_BROKER_CONFIG = 26  # Java RequestCode.GET_BROKER_CONFIG
+_PERMISSION = re.compile(r"^brokerPermission=(\d+)$", re.MULTILINE)
+
+log = logging.getLogger(__name__)
 
 # Small heaps for a 2-core test box (the scripts default to 4-8 GiB).
 NAMESRV_HEAP = ["-Xms128m", "-Xmx256m"]
@@ -56,75 +96,8 @@ _MODULE_FLAGS = [
     "--add-opens=java.base/java.lang=ALL-UNNAMED",
     "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
 ]
-# Shrunken store files: the defaults pre-allocate 1 GiB of commit log and 100 MiB of timer log.
-_BROKER_DEFAULTS: dict[str, str] = {
-    "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
-    "mappedFileSizeConsumeQueue": str(300_000 * 20 // 10),
-    "mappedFileSizeConsumeQueueExt": str(4 * 1024 * 1024),
-    "mappedFileSizeTimerLog": str(8 * 1024 * 1024),
-    "diskMaxUsedSpaceRatio": "95",
-    "flushDiskType": "ASYNC_FLUSH",
-    "autoCreateTopicEnable": "true",
-    "autoCreateSubscriptionGroup": "true",
-    "enablePropertyFilter": "true",
-    # A loaded 2-core CI box stalls for a moment now and then; Java's 200 ms default makes the broker
-    # answer SYSTEM_BUSY to sends that would have succeeded a little later.
-    "waitTimeMillsInSendQueue": "1000",
-    # Transaction check-back within seconds instead of a minute (defaults: 6 s timeout, 30 s
-    # interval), so tests of the check callback stay short.
-    "transactionTimeOut": "2000",
-    "transactionCheckInterval": "3000",
-}
 _NAMESRV_BOOT = "The Name Server boot success"
 _BROKER_BOOT = "boot success"
-_PORT_RANGE = (12000, 30000)  # below Linux's ephemeral range, so connect() does not take them
-
-
-def _port_free(port: int) -> bool:
-    for host in ("127.0.0.1", "0.0.0.0"):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind((host, port))
-            except OSError:
-                return False
-    return True
-
-
-def pick_port_block(offsets: Sequence[int], taken: set[int], rng: random.Random | None = None) -> int:
-    """A base port such that ``base + o`` is free (and not in ``taken``) for every offset."""
-    rng = rng or random.Random()
-    for _ in range(500):
-        base = rng.randrange(*_PORT_RANGE)
-        ports = [base + o for o in offsets]
-        if all(p not in taken and _port_free(p) for p in ports):
-            taken.update(ports)
-            return base
-    raise ClusterError("no free block of loopback ports found")
-
-
-def render_properties(values: Mapping[str, str]) -> str:
-    return "".join(f"{k}={v}\n" for k, v in values.items())
-
-
-def broker_config(
-    name: str, *, namesrv: str, port: int, store: PurePath, extra: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """The broker.conf of one master broker listening on 127.0.0.1:``port``."""
-    conf = {
-        "brokerClusterName": CLUSTER_NAME,
-        "brokerName": name,
-        "brokerId": "0",
-        "brokerRole": "ASYNC_MASTER",
-        "brokerIP1": "127.0.0.1",
-        "namesrvAddr": namesrv,
-        "listenPort": str(port),
-        "haListenPort": str(port + 1),
-        "storePathRootDir": str(store),
-        "storePathCommitLog": str(store / "commitlog"),
-        **_BROKER_DEFAULTS,
-    }
-    conf.update(extra or {})
-    return conf
 
 
 def _nothing() -> None:
@@ -132,7 +105,7 @@ def _nothing() -> None:
 
 
 class LocalCluster(Cluster):
-    """A NameServer and ``brokers`` master brokers as JVM processes on 127.0.0.1.
+    """A NameServer and ``brokers`` master brokers (and slaves) as JVM processes on 127.0.0.1.
 
     Args:
         brokers: how many brokers (``broker-a``, ``broker-b``, ...), all in cluster ``DefaultCluster``.
@@ -140,6 +113,16 @@ class LocalCluster(Cluster):
         detached: keep the JVMs running when this Python process exits (the ``up`` command).
         broker_config: extra broker.conf entries, applied to every broker.
         boot_timeout: seconds to wait for each boot-success line.
+        acl: ACL on every broker (4.x: ``plain_acl.yml``; 5.x: ACL 2.0 with a SUPER user), with
+            these credentials, or fresh random ones for ``True``; see :attr:`credentials`.
+        tls: NameServer and brokers enforce TLS with a certificate from a CA made for this cluster;
+            :attr:`ssl_context` trusts it. Needs the ``openssl`` tool.
+        slaves: broker names that get one slave each (``brokerId`` 1, node ``<name>-slave``); the
+            brokers of such a cluster serve pulls from slaves (``slaveReadEnable=true``: 5.x slaves
+            refuse every pull without it).
+
+    :meth:`client_options` gives the keyword arguments that connect a client to any of these shapes.
+    The fault methods take node names: ``broker-b`` (the master) or ``broker-b-slave``.
     """
 
     backend = "jar"
@@ -153,9 +136,20 @@ class LocalCluster(Cluster):
         broker_config: Mapping[str, str] | None = None,
         boot_timeout: float = 90.0,
         workdir: Path | None = None,
+        acl: bool | Credentials = False,
+        tls: bool = False,
+        slaves: Sequence[str] = (),
     ) -> None:
         super().__init__(version)
         self._names = broker_names(brokers)
+        unknown = [s for s in slaves if s not in self._names]
+        if unknown:
+            raise ClusterError(f"slaves for unknown brokers {unknown} (have {', '.join(self._names)})")
+        self._slave_of = {f"{name}{SLAVE_SUFFIX}": name for name in dict.fromkeys(slaves)}
+        self._nodes = [*self._names, *self._slave_of]
+        self.credentials = Credentials.generate() if acl is True else (acl or None)
+        self._tls = tls
+        self._tls_files: TlsFiles | None = None
         self._detached = detached
         self._extra = dict(broker_config or {})
         self._boot_timeout = boot_timeout
@@ -181,8 +175,20 @@ class LocalCluster(Cluster):
 
     @property
     def brokers(self) -> list[BrokerInfo]:
+        return [self._info(n) for n in self._names]
+
+    @property
+    def slaves(self) -> list[BrokerInfo]:
+        return [self._info(n) for n in self._slave_of]
+
+    def _info(self, node: str) -> BrokerInfo:
         host = self._extra.get("brokerIP1", "127.0.0.1")  # the address the broker advertises
-        return [BrokerInfo(n, f"{host}:{self._broker_ports[n]}") for n in self._names]
+        name = self._slave_of.get(node, node)
+        return BrokerInfo(name, f"{host}:{self._broker_ports[node]}", 1 if node in self._slave_of else 0)
+
+    def expected_members(self) -> list[BrokerInfo]:
+        """The running brokers (a killed one is not expected to register)."""
+        return [self._info(n) for n in self._nodes if n in self._brokers and self._brokers[n].running()]
 
     def log_path(self, node: str) -> Path:
         """The stdout/stderr log of ``node`` (``namesrv`` or a broker name)."""
@@ -199,9 +205,10 @@ class LocalCluster(Cluster):
         self.timings["resolve"] = t1 - t0
         self.workdir = self._workdir_arg or Path(tempfile.mkdtemp(prefix="rocketmq-py-"))
         write_home_conf(self.workdir)
+        self._prepare_shape()
         taken: set[int] = set()
         self._namesrv_port = pick_port_block([0], taken)
-        for name in self._names:
+        for name in self._nodes:
             self._broker_ports[name] = pick_port_block([-2, 0, 1], taken)
         self._registry = Registry(
             cluster_id=self.cluster_id,
@@ -210,8 +217,9 @@ class LocalCluster(Cluster):
             detached=self._detached,
             workdir=str(self.workdir),
             namesrv=self.namesrv_addr,
-            brokers={b.name: b.address for b in self.brokers},
+            brokers={n: self._info(n).address for n in self._nodes},
             version=self.version,
+            shape={"acl": self.credentials is not None, "tls": self._tls},
         )
         self._registry.save()
         if not self._detached:
@@ -221,20 +229,44 @@ class LocalCluster(Cluster):
             self._start_node("namesrv", self._namesrv, _NAMESRV_BOOT)
             t2 = time.monotonic()
             self.timings["namesrv"] = t2 - t1
-            for name in self._names:
+            for name in self._nodes:
                 self._brokers[name] = self._make_broker(name)
                 self._brokers[name].start()
                 self._record_pid(name, self._brokers[name])
-            for name in self._names:  # brokers boot in parallel; wait for each
+            for name in self._nodes:  # brokers boot in parallel; wait for each
                 wait_for_line(self._brokers[name], _BROKER_BOOT, self._boot_timeout, f"broker {name}")
             t3 = time.monotonic()
             self.timings["brokers"] = t3 - t2
-            self.wait_until_registered()
+            # A broker skips its registration at boot when its client has not yet found the
+            # NameServer reachable (seen with TLS: the first registration came 10 s later, on the
+            # timer); ask it after a moment instead of waiting for the timer.
+            self._await_registration(ask_after=BOOT_REGISTER_GRACE)
             self.timings["registered"] = time.monotonic() - t3
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _prepare_shape(self) -> None:
+        """Certificates, ACL files and the tools' home, before any JVM starts."""
+        if self._tls:
+            self._tls_files = make_tls_files(self.workdir / "tls")
+            self.ssl_context = self._tls_files.client_context()
+        tools_home = self.workdir / "tools-home"
+        write_home_conf(tools_home)
+        if self.credentials is not None:
+            write_plain_acl(self.workdir, self.version, self.credentials)
+            write_tools_credentials(tools_home, self.credentials)
+
+    def _tool_settings(self) -> tuple[list[str], Path | None]:
+        if self.credentials is None and self._tls_files is None:
+            return [], None  # a plain cluster shares the cached tools home
+        flags = [] if self._tls_files is None else self._tls_files.tool_properties(self._tls_unused_file)
+        return flags, self.workdir / "tools-home"
+
+    @property
+    def _tls_unused_file(self) -> Path:
+        return self.workdir / "tls" / "no-tls.properties"
 
     def _jvm_argv(self, heap: Sequence[str], node: str, main: str, args: Sequence[str]) -> list[str]:
         assert self._classpath is not None
@@ -248,6 +280,8 @@ class LocalCluster(Cluster):
             f"-Drocketmq.home.dir={self.workdir}",
             marker_for(self.cluster_id),
         ]
+        if self._tls_files is not None:
+            argv += self._tls_files.jvm_properties(self._tls_unused_file)
         if not self.version.startswith("4."):
             # 5.x shades logback; silence its status chatter on stdout.
             argv.append(
@@ -278,17 +312,29 @@ class LocalCluster(Cluster):
             die_with_parent=not self._detached,
         )
 
+    def broker_conf(self, node: str) -> dict[str, str]:
+        """The broker.conf entries of ``node`` (a broker name, or ``<name>-slave``)."""
+        # 5.x slaves refuse every pull (SYSTEM_BUSY) unless slaveReadEnable is on (4.x serve them):
+        # a cluster with slaves turns it on so that a slave can stand in for a dead master.
+        extra = {"slaveReadEnable": "true"} if self._slave_of else {}
+        extra.update(self._extra)
+        if self.credentials is not None:
+            extra.update(acl_broker_config(self.version, self.credentials))
+        info = self._info(node)
+        return broker_config(
+            info.name,
+            namesrv=self.namesrv_addr,
+            port=self._broker_ports[node],
+            store=self.workdir / node / "store",
+            extra=extra,
+            broker_id=info.broker_id,
+        )
+
     def _make_broker(self, name: str) -> JvmProcess:
         node = self.workdir / name
         node.mkdir(parents=True, exist_ok=True)
         conf_path = node / "broker.conf"
-        conf = broker_config(
-            name,
-            namesrv=self.namesrv_addr,
-            port=self._broker_ports[name],
-            store=node / "store",
-            extra=self._extra,
-        )
+        conf = self.broker_conf(name)
         conf_path.write_text(render_properties(conf))
         argv = self._jvm_argv(
             BROKER_HEAP, name, "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(conf_path)]
@@ -341,12 +387,56 @@ class LocalCluster(Cluster):
             self._namesrv.kill()
 
     def start_namesrv(self) -> None:
+        """Start the NameServer again and wait until every running broker is registered with it.
+
+        A restarted NameServer knows no broker: each registers again on its own timer
+        (:data:`REGISTER_PERIOD_MS`), and only once its client has seen the NameServer reachable (a
+        scan every 3 s). A broker still missing a period later is asked to register at once, so this
+        returns as soon as the cluster is complete and fails only if a running broker never answers.
+        """
         if self._namesrv is None:
             raise ClusterError("the cluster was never started")
         if not self._namesrv.running():
             self._start_node("namesrv", self._namesrv, _NAMESRV_BOOT)
-        # Brokers re-register every 30 s; wait for that so callers see a complete cluster again.
-        self.wait_until_registered(timeout=60.0)
+        self._await_registration(ask_after=REGISTER_PERIOD_MS / 1000 + 3.0)
+
+    def _await_registration(self, ask_after: float) -> None:
+        """Wait until the NameServer lists every running broker; ask those still missing after
+        ``ask_after`` seconds to register now (their own ``brokerPermission`` written back: 4.x and
+        5.x brokers register with every NameServer on that change), then every 3 s.
+
+        Raises:
+            ClusterError: a running broker is still missing after :data:`NAMESRV_REREGISTER_TIMEOUT`.
+        """
+        deadline = time.monotonic() + NAMESRV_REREGISTER_TIMEOUT
+        ask_at = time.monotonic() + ask_after
+        missing = self.missing_members()
+        while missing:
+            now = time.monotonic()
+            if now > deadline:
+                self.wait_until_registered(timeout=0.0)  # raises, naming the missing brokers
+            if now >= ask_at:
+                log.info(
+                    "brokers %s not registered with %s after %.0f s; asking them to register",
+                    ", ".join(f"{b.name}/{b.broker_id}" for b in missing),
+                    self.namesrv_addr,
+                    ask_after,
+                )
+                for broker in missing:
+                    self._ask_to_register(broker)
+                ask_at = now + 3.0
+            time.sleep(0.2)
+            missing = self.missing_members()
+
+    def _ask_to_register(self, broker: BrokerInfo) -> None:
+        """Make ``broker`` register with the NameServer now; errors are left for the next try."""
+        call = functools.partial(_call, ssl_context=self.ssl_context, credentials=self.credentials)
+        with contextlib.suppress(OSError, RocketMQError):
+            code, body = call(broker.address, _GET_BROKER_CONFIG)
+            found = _PERMISSION.search(body.decode("utf-8", "replace")) if code == 0 else None
+            if found is not None:
+                update = f"brokerPermission={found.group(1)}\n".encode()
+                call(broker.address, _UPDATE_BROKER_CONFIG, body=update, timeout=10.0)
 
     def broker_running(self, name: str) -> bool:
         return self._broker(name).running()

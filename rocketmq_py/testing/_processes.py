@@ -4,7 +4,10 @@ Three mechanisms, so that no JVM is left behind even when the Python process die
 
 1. Every JVM runs in its own process group (``start_new_session``), so a signal reaches the JVM and
    anything it forks; on Linux it also gets ``PR_SET_PDEATHSIG(SIGKILL)``, so the kernel kills it
-   when the process that started it dies, even by SIGKILL.
+   when the process that started it dies, even by SIGKILL. The kernel sends that signal when the
+   *thread* that forked the JVM ends, so every such JVM is forked by one spawner thread that lives
+   as long as the interpreter: a broker restarted from a worker thread (``trio.to_thread``, a pool)
+   used to die as soon as that thread retired, about 10 s later for trio's idle workers.
 2. ``atexit`` stops every cluster this process started (unless started ``detached``).
 3. A registry file per cluster under ``<cache>/run/`` records the owner (pid and start time) and
    the JVMs' pids. The next start of any cluster kills the JVMs of registries whose owner is gone.
@@ -22,12 +25,15 @@ import contextlib
 import ctypes
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -115,6 +121,34 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+_Spawn = tuple[Callable[[], "subprocess.Popen[bytes]"], "Future[subprocess.Popen[bytes]]"]
+_spawns: queue.SimpleQueue[_Spawn] = queue.SimpleQueue()
+_spawner_lock = threading.Lock()
+_spawner: threading.Thread | None = None
+
+
+def _spawn_forever() -> None:
+    while True:
+        popen, done = _spawns.get()
+        try:
+            done.set_result(popen())
+        except BaseException as exc:  # handed to the caller
+            done.set_exception(exc)
+
+
+def popen_on_spawner(popen: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    """Run ``popen`` on the interpreter-long spawner thread, so the child's parent-death signal
+    fires when this process ends, not when the calling thread does (see the module docstring)."""
+    global _spawner
+    with _spawner_lock:
+        if _spawner is None or not _spawner.is_alive():
+            _spawner = threading.Thread(target=_spawn_forever, name="rocketmq-py-spawner", daemon=True)
+            _spawner.start()
+    done: Future[subprocess.Popen[bytes]] = Future()
+    _spawns.put((popen, done))
+    return done.result()
+
+
 @dataclass
 class Registry:
     """What one cluster's registry file holds."""
@@ -129,6 +163,8 @@ class Registry:
     brokers: dict[str, str] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     version: str = ""
+    #: ``{"acl": bool, "tls": bool}`` of a LocalCluster: how its tools connect (``<workdir>/tools-home``).
+    shape: dict[str, bool] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
@@ -221,16 +257,20 @@ class JvmProcess:
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
             preexec: Callable[[], None] | None = _die_with_parent if self.die_with_parent else None
-            self._proc = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=self.env,
-                cwd=self.cwd,
-                start_new_session=True,
-                preexec_fn=preexec,
-            )
+
+            def popen() -> subprocess.Popen[bytes]:
+                return subprocess.Popen(
+                    self.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    cwd=self.cwd,
+                    start_new_session=True,
+                    preexec_fn=preexec,
+                )
+
+            self._proc = popen_on_spawner(popen) if self.die_with_parent else popen()
 
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 
 from rocketmq_py.errors import ClusterError
+from rocketmq_py.testing._acl import Credentials
 from rocketmq_py.testing._cluster import Cluster
 from rocketmq_py.testing._distribution import DEFAULT_VERSION
 
@@ -45,6 +47,9 @@ def start_cluster(
     version: str | None = None,
     backend: str | None = None,
     detached: bool = False,
+    acl: bool | Credentials = False,
+    tls: bool = False,
+    slaves: Sequence[str] = (),
 ) -> Cluster:
     """Start (or attach to) a RocketMQ cluster and return it; use it as a context manager to stop it.
 
@@ -53,12 +58,19 @@ def start_cluster(
         version: Apache RocketMQ release; default ``ROCKETMQ_VERSION`` or 5.3.3.
         backend: ``auto``, ``jar``, ``docker`` or ``external`` (see :func:`choose_backend`).
         detached: (jar backend) leave the JVMs running after this process exits.
+        acl: (jar backend) ACL on, with these credentials or random ones (``True``).
+        tls: (jar backend) NameServer and brokers enforce TLS with certificates made for the cluster.
+        slaves: (jar backend) broker names that get one slave each.
+
+    ``cluster.client_options()`` then gives what a client needs to connect (ACL keys, TLS context).
 
     Raises:
         ClusterError: the cluster could not be resolved or started; the message holds the last log lines.
     """
     version = version or os.environ.get("ROCKETMQ_VERSION") or DEFAULT_VERSION
     chosen = choose_backend(backend)
+    if chosen != "jar" and (acl or tls or slaves):
+        raise ClusterError(f"ACL, TLS and slaves are only set up by the jar backend, not {chosen}")
     if chosen == "external":
         from rocketmq_py.testing._external import ExternalCluster
 
@@ -69,4 +81,4 @@ def start_cluster(
         return DockerCluster(brokers, version=version).start()
     from rocketmq_py.testing._local import LocalCluster
 
-    return LocalCluster(brokers, version=version, detached=detached).start()
+    return LocalCluster(brokers, version=version, detached=detached, acl=acl, tls=tls, slaves=slaves).start()

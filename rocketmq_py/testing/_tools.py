@@ -10,6 +10,7 @@ import os
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._distribution import (
@@ -67,13 +68,15 @@ def run_java(
     *,
     jvm_opts: Sequence[str] = (),
     timeout: float | None = 120.0,
+    home: Path | None = None,
 ) -> ToolResult:
     """Run ``main_class`` and capture its output; a timeout kills it and is reported, not raised.
 
-    The tool runs in the tools' home directory: some (``mqadmin consumerStatus``) write files into
-    their working directory.
+    The tool runs in its home directory (``ROCKETMQ_HOME``; default the shared tools home in the
+    cache): some (``mqadmin consumerStatus``) write files into their working directory, and mqadmin
+    reads ACL credentials from ``conf/tools.yml`` there.
     """
-    home = cache_dir() / "tools-home"
+    home = home or cache_dir() / "tools-home"
     write_home_conf(home)
     env = dict(os.environ, ROCKETMQ_HOME=str(home))
     argv = (
@@ -117,15 +120,22 @@ def run_mqadmin(
     namesrv: str | None = None,
     version: str = DEFAULT_VERSION,
     timeout: float | None = 120.0,
+    jvm_opts: Sequence[str] = (),
+    home: Path | None = None,
 ) -> ToolResult:
-    """Run ``mqadmin <args>`` (``-n namesrv`` is added when given and absent)."""
+    """Run ``mqadmin <args>`` (``-n namesrv`` is added when given and absent).
+
+    ``jvm_opts`` are added to the tool's JVM (e.g. TLS system properties); ``home`` is its
+    ROCKETMQ_HOME (see :func:`run_java`).
+    """
     cp = resolve_server(version)
     return run_java(
         cp.classpath,
         MQADMIN_MAIN_CLASS,
         _with_namesrv(args, namesrv),
-        jvm_opts=_TOOL_JVM_OPTS,
+        jvm_opts=[*_TOOL_JVM_OPTS, *jvm_opts],
         timeout=timeout,
+        home=home,
     )
 
 

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -252,3 +253,20 @@ def test_jvm_dies_with_its_parent(tmp_path: Path) -> None:
     while _processes.pid_alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _processes.pid_alive(child)
+
+
+def test_a_jvm_started_from_a_short_lived_thread_outlives_that_thread(tmp_path: Path) -> None:
+    """Linux sends the parent-death signal when the *thread* that forked the child ends: a broker
+    restarted from a worker thread (trio.to_thread, a pool) must not die when that thread does."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PDEATHSIG is Linux-only")
+    proc = _sleeper(marker_for("t-thread"), tmp_path, die_with_parent=True)
+    starter = threading.Thread(target=proc.start)
+    starter.start()
+    starter.join()
+    try:
+        assert wait_for_line(proc, "boot success", 10, "fake") == "boot success"
+        time.sleep(0.5)  # the signal would have arrived by now
+        assert proc.running(), f"killed with {proc.returncode()} when its starting thread ended"
+    finally:
+        proc.kill()

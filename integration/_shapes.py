@@ -1,0 +1,94 @@
+"""Helpers of the production-shape tests (ACL, TLS, master + slave): their module clusters and read-backs.
+
+Each shape runs its own small cluster for one test module, started here like the session cluster:
+where a real broker is required (``CI``, ``RMQ_REQUIRE_BROKER=1``) a cluster that cannot start fails
+the module, elsewhere it is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import trio
+
+from rocketmq_py import LitePullConsumer, MessageExt
+from rocketmq_py.errors import ClusterError
+from rocketmq_py.testing import Cluster, LocalCluster
+
+#: Every delay level 1 s, so retries and DLQ moves take seconds (the broker default starts at 1 s, 5 s, 10 s ...).
+FAST_DELAY_LEVELS = " ".join(["1s"] * 18)
+
+
+def version_under_test() -> str:
+    """The run's broker version (``ROCKETMQ_VERSION``, default 5.3.3), as the session cluster uses."""
+    from rocketmq_py.testing import DEFAULT_VERSION
+
+    return os.environ.get("ROCKETMQ_VERSION") or DEFAULT_VERSION
+
+
+@contextmanager
+def shape_cluster(brokers: int = 1, **shape: Any) -> Iterator[LocalCluster]:
+    """Start a LocalCluster of ``shape`` for a module; fail or skip as the session cluster does."""
+    started_at = time.monotonic()
+    try:
+        started = LocalCluster(brokers, **shape).start()
+    except ClusterError as exc:
+        if os.environ.get("CI") or os.environ.get("RMQ_REQUIRE_BROKER") == "1":
+            pytest.fail(f"a {shape} cluster could not start:\n{exc}", pytrace=False)
+        pytest.skip(f"no {shape} cluster: {exc}")
+    print(f"{shape} cluster up in {time.monotonic() - started_at:.1f} s")
+    with started:
+        yield started
+
+
+def new_topic(cluster: Cluster, queues: int = 4, prefix: str = "shape") -> str:
+    """A fresh topic with ``queues`` queues on every master (created with mqadmin, signed / over TLS)."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    cluster.create_topic(topic, queues)
+    return topic
+
+
+async def read_topic(cluster: Cluster, topic: str, expect: int, *, wait: float = 60.0) -> list[MessageExt]:
+    """Read ``topic`` from its first offsets with a LitePullConsumer of a fresh group until ``expect``
+    messages came (or ``wait`` seconds passed: the caller checks what it got)."""
+    got: list[MessageExt] = []
+    consumer = LitePullConsumer(
+        f"shape-reader-{uuid.uuid4().hex[:8]}",
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        rebalance_interval=2,
+        **cluster.client_options(),
+    )
+    consumer.subscribe(topic)
+    async with consumer:
+        with trio.move_on_after(wait):
+            while len(got) < expect:
+                got.extend(await consumer.poll(timeout=1))
+    return got
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:  # noqa: ASYNC109
+    """Poll ``predicate`` every 0.1 s; fail the test naming ``what`` after ``timeout`` seconds."""
+    with trio.move_on_after(timeout):
+        while not predicate():  # noqa: ASYNC110 - the state is filled by listeners, no event to wait on
+            await trio.sleep(0.1)
+        return
+    pytest.fail(f"{what}: not within {timeout:.0f} s")
+
+
+_STATUS_ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)", re.MULTILINE)
+
+
+def stored_messages(cluster: Cluster, topic: str) -> int:
+    """Messages stored in ``topic`` (the sum of its queues' max offsets, from ``mqadmin topicStatus``;
+    0 while the topic does not exist). Works for topics no client may read, like 4.x DLQ topics."""
+    result = cluster.mqadmin("topicStatus", "-t", topic)
+    if not result.ok:
+        return 0
+    return sum(int(row[3]) for row in _STATUS_ROW.findall(result.output) if row[0].startswith("broker-"))

@@ -358,6 +358,11 @@ class Producer:
         attempts = 1 if single else 1 + max(0, self.retry_times)
         per_attempt = math.inf if self.attempt_timeout is None or single else self.attempt_timeout
         last_broker: str | None = None
+        # A result the broker stored with a flush/slave warning while we try for SEND_OK elsewhere
+        # (retry_another_broker_when_not_store_ok): returned if no later attempt does better, as
+        # Java's sendDefaultImpl returns its last sendResult rather than a later failure.
+        stored: SendResult | None = None
+        timed_out = False
         for attempt in range(attempts):
             if queue is not None:
                 mq = queue
@@ -366,13 +371,14 @@ class Producer:
             else:
                 mq = self._selector.select(info, last_broker, self._fault, reset_index=attempt > 0)
             last_broker = mq.broker_name
-            self._stats.attempts += 1
-            if attempt:
-                self._stats.retries += 1
             started = trio.current_time()
             remaining = deadline - started
             if remaining <= 0:
-                raise _DeadlinePassed
+                timed_out = True
+                break
+            self._stats.attempts += 1
+            if attempt:
+                self._stats.retries += 1
             try:
                 result = await self._send_to(message, mq, batch=batch, timeout=min(per_attempt, remaining))
             except TransportError as exc:
@@ -380,13 +386,16 @@ class Producer:
                 log.info("send to %s failed (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
                 errors.append(exc)
                 if trio.current_time() >= deadline:
-                    raise _DeadlinePassed from None
+                    timed_out = True
+                    break
                 continue
             except BrokerError as exc:
                 self._record(mq.broker_name, started, isolation=True, reachable=False)
                 if exc.refresh_route:
                     routes.invalidate(message.topic)
                 if not exc.retriable:
+                    if stored is not None:
+                        return stored
                     raise
                 log.info("send to %s refused (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
                 errors.append(exc)
@@ -399,8 +408,13 @@ class Producer:
                 and self.retry_another_broker_when_not_store_ok
                 and attempt + 1 < attempts
             ):
+                stored = result
                 continue
             return result
+        if stored is not None:
+            return stored
+        if timed_out:
+            raise _DeadlinePassed
         if errors:
             raise errors[-1]
         raise RouteNotFound(message.topic, routes.namesrv_addrs, "no attempt could be made")
@@ -408,8 +422,8 @@ class Producer:
     async def _refreshed(self, topic: str, info: TopicPublishInfo, deadline: float) -> TopicPublishInfo:
         try:
             return await self._publish_info(topic, deadline)
-        except RocketMQError:
-            return info
+        except (RocketMQError, _DeadlinePassed):
+            return info  # the next attempt sees the deadline
 
     def _record(self, broker: str, started: float, *, isolation: bool, reachable: bool) -> None:
         if self._fault is not None:

@@ -16,6 +16,7 @@ attempt, as in Java, so a retry never reorders a sharding key.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from rocketmq_py._client._route import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEU
 from rocketmq_py.errors import (
     BrokerError,
     MessageTooLarge,
+    ProtocolError,
     RequestTimeout,
     RocketMQError,
     RouteNotFound,
@@ -74,6 +76,9 @@ class _DeadlinePassed(Exception):
 DEFAULT_SEND_TIMEOUT = 3.0
 #: Java ``retryTimesWhenSendFailed``: a failed synchronous send is tried this many more times.
 DEFAULT_RETRY_TIMES = 2
+#: Seconds between two route lookups of a topic whose cached route offers no healthy broker (Java
+#: has none: only the 30-s poll; see Producer._recheck_route).
+ROUTE_RECHECK_INTERVAL = 1.0
 #: An attempt slower than this is abandoned and retried on another broker. Java's equivalent
 #: (``sendMsgMaxTimeoutPerRequest``) is off, so one hung broker eats the whole send budget; ours
 #: leaves room for the retries. An abandoned attempt may still be stored (at-least-once).
@@ -159,6 +164,7 @@ class Producer:
         self._uniq: UniqKeyGenerator | None = None
         self._stats = ProducerStatistics()
         self._reserved = RESERVED_PROPERTY_KEYS
+        self._route_rechecked: dict[str, float] = {}
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -373,7 +379,10 @@ class Producer:
             elif selector is not None:
                 mq = selector(info.queues, message, arg)
             else:
+                info = routes.cached_publish_info(message.topic) or info  # a recheck may have landed
                 mq = self._selector.select(info, last_broker, self._fault, reset_index=attempt > 0)
+                if mq.broker_name == last_broker or not self._available(mq.broker_name):
+                    self._recheck_route(message.topic)
             last_broker = mq.broker_name
             started = trio.current_time()
             remaining = deadline - started
@@ -431,6 +440,29 @@ class Producer:
             return await self._publish_info(topic, deadline)
         except (RocketMQError, _DeadlinePassed):
             return info  # the next attempt sees the deadline
+
+    def _available(self, broker: str) -> bool:
+        return self._fault is None or self._fault.is_available(broker)
+
+    def _recheck_route(self, topic: str) -> None:
+        """Fetch ``topic``'s route again in the background: the cached one offers no healthy broker.
+
+        A broker that went down and came back (the NameServer dropped it from the route meanwhile)
+        would otherwise stay unknown until the next route poll (30 s), while every send goes to the
+        brokers left, sick ones included. At most once every :data:`ROUTE_RECHECK_INTERVAL` seconds
+        a topic; a send in progress uses the new route from its next attempt.
+        """
+        now = trio.current_time()
+        if now < self._route_rechecked.get(topic, -math.inf) + ROUTE_RECHECK_INTERVAL:
+            return
+        self._route_rechecked[topic] = now
+        self.instance.nursery.start_soon(self._refresh_route, topic)
+
+    async def _refresh_route(self, topic: str) -> None:
+        try:
+            await self.instance.routes.update(topic)
+        except (TransportError, BrokerError, ProtocolError) as exc:  # the cached route stays
+            log.info("route recheck of %s failed: %s", topic, exc)
 
     def _record(self, broker: str, started: float, *, isolation: bool, reachable: bool) -> None:
         if self._fault is not None:

@@ -232,3 +232,24 @@ async def test_a_single_queue_send_to_a_hung_connect_uses_the_whole_budget(
         with pytest.raises(RequestTimeout, match="attempt 1 to broker-a: broker-a: connecting to"):
             await producer.send(cluster.message(), queue=queue)
         assert trio.current_time() - start == pytest.approx(2.0, abs=0.01)
+
+
+async def test_a_broker_back_in_the_route_takes_the_sends_of_a_paused_one(
+    cluster: Cluster, make_producer: MakeProducer, autojump_clock: trio.testing.MockClock
+) -> None:
+    # The chaos run of issue 11: broker-a was killed and restarted (the NameServer dropped it from
+    # the route, so our cached route names broker-b only), then broker-b paused. The route poll
+    # (30 s) would tell us broker-a is back far too late: a send that finds no healthy broker in
+    # its route asks the NameServer again at once.
+    cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.b))
+    resumed = trio.Event()
+    load = Load()
+    async with make_producer() as producer:
+        await producer.send(cluster.message())  # caches the route without broker-a
+        cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.a, cluster.b))  # broker-a is back
+        pause(cluster.b, resumed)
+        await steady_load(producer, cluster, 10.0, load)
+        resumed.set()
+    assert load.started == 10 * RATE
+    assert len(load.failed) <= 0.01 * load.started, load.failed[:1]
+    assert len(cluster.route_queries()) <= 1 + 10  # at most one extra query a second

@@ -209,7 +209,8 @@ class _Run:
                 with trio.move_on_at(next_at):
                     await stop.wait()
 
-    def consume(self, messages: list[MessageExt]) -> None:
+    async def consume(self, messages: list[MessageExt]) -> None:
+        # async: a plain function would run in a worker thread, away from the trio clock
         now = trio.current_time()
         for message in messages:
             seq = int(message.body[:12])

@@ -31,7 +31,6 @@ from rocketmq_py._client._route import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEU
 from rocketmq_py.errors import (
     BrokerError,
     MessageTooLarge,
-    ProtocolError,
     RequestTimeout,
     RocketMQError,
     RouteNotFound,
@@ -461,7 +460,7 @@ class Producer:
     async def _refresh_route(self, topic: str) -> None:
         try:
             await self.instance.routes.update(topic)
-        except (TransportError, BrokerError, ProtocolError) as exc:  # the cached route stays
+        except RocketMQError as exc:  # the cached route stays (StateError: the client is closing)
             log.info("route recheck of %s failed: %s", topic, exc)
 
     def _record(self, broker: str, started: float, *, isolation: bool, reachable: bool) -> None:

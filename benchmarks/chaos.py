@@ -43,6 +43,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -177,6 +178,7 @@ class _Run:
         self.phase_index = 0
         self.watch: _Watch | None = None
         self.phases: list[PhaseFigures] = []
+        self.faults = ThreadPoolExecutor(1, thread_name_prefix="chaos-faults")
 
     # --- traffic --------------------------------------------------------------------------------
 
@@ -227,7 +229,14 @@ class _Run:
         return [(name, q) for name in names for q in range(self.options.queues)]
 
     async def blocking(self, fn: Callable[..., Any], *args: Any) -> None:
-        await trio.to_thread.run_sync(fn, *args)
+        """Run a blocking cluster call in the run's one fault thread.
+
+        Not in trio's worker threads: a JVM gets the death signal of the *thread* that started it
+        (PR_SET_PDEATHSIG), and trio retires idle workers after a few seconds, killing a broker
+        or NameServer restarted from one.
+        """
+        future = self.faults.submit(fn, *args)
+        await trio.to_thread.run_sync(future.result)
 
     async def restart_namesrv(self, phase: PhaseFigures) -> None:
         try:
@@ -374,7 +383,11 @@ async def run_chaos(cluster: Cluster, options: ChaosOptions = ChaosOptions()) ->
     """
     chaos = _Run(cluster, options)
     await trio.to_thread.run_sync(cluster.create_topic, chaos.topic, options.queues)
-    return await chaos.run()
+    try:
+        return await chaos.run()
+    finally:
+        # JVMs the fault thread restarted die with it: the cluster is done with by now.
+        chaos.faults.shutdown(wait=False)
 
 
 def _seconds(value: float | None) -> str:

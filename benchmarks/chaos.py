@@ -21,7 +21,7 @@ After the last phase production stops and the consumer drains (at most ``--drain
 (a send belongs to the phase in which it started) it prints: acked and failed sends, failures among
 the sends started while the fault was on, lost (acked, never consumed), duplicates (deliveries of a
 sequence number beyond its first: a send abandoned and retried that the broker stored anyway, or a
-redelivery), the sends in flight when the fault began, and the seconds from lifting the fault until
+redelivery), the sends in flight when the fault began and at most while it lasted, and the seconds from lifting the fault until
 the first / every queue of the hit broker delivered again (for ``namesrv``: every queue).
 
     python benchmarks/chaos.py [--rate 200] [--in-flight 64] [--phases kill,pause,namesrv,unreachable]
@@ -99,6 +99,9 @@ class PhaseFigures:
     lifted_at: float = 0.0
     end: float = 0.0
     in_flight_at_fault: int = 0
+    #: The most sends in flight at once while the fault was on: each may end as one duplicate (an
+    #: attempt abandoned on the hit broker that it stored anyway).
+    in_flight_peak: int = 0
     resumed_first: float | None = None
     resumed_all: float | None = None
     acked: int = 0
@@ -177,6 +180,7 @@ class _Run:
         self.in_flight = 0
         self.phase_index = 0
         self.watch: _Watch | None = None
+        self.fault_on: PhaseFigures | None = None
         self.phases: list[PhaseFigures] = []
         self.faults = ThreadPoolExecutor(1, thread_name_prefix="chaos-faults")
 
@@ -206,6 +210,8 @@ class _Run:
                 self.phase_of.append(self.phase_index)
                 self.started_at.append(trio.current_time())
                 self.in_flight += 1
+                if self.fault_on is not None:
+                    self.fault_on.in_flight_peak = max(self.fault_on.in_flight_peak, self.in_flight)
                 nursery.start_soon(one, seq)
                 next_at = max(next_at + interval, trio.current_time() - 1.0)  # no burst after a stall
                 with trio.move_on_at(next_at):
@@ -290,13 +296,15 @@ class _Run:
         broker, inject, seconds, lift = self.fault_steps(name, phase)
         phase.broker = broker
         await trio.sleep(self.options.lead)
-        phase.in_flight_at_fault = self.in_flight
+        phase.in_flight_at_fault = phase.in_flight_peak = self.in_flight
         phase.fault_at = trio.current_time()
+        self.fault_on = phase
         print(f"  {name}: fault on {broker or 'the NameServer'}", flush=True)
         await inject()
         await trio.sleep(seconds)
         await lift()
         phase.lifted_at = trio.current_time()
+        self.fault_on = None
         self.watch = _Watch(self.queues_of(broker), phase.lifted_at)
         print(f"  {name}: lifted after {phase.lifted_at - phase.fault_at:.1f} s", flush=True)
         with trio.move_on_after(self.options.settle):
@@ -399,14 +407,15 @@ def print_report(report: ChaosReport) -> None:
     print()
     header = (
         f"{'phase':<12}{'broker':<10}{'acked':>7}{'failed':>8}{'fault fail/sent':>17}{'lost':>6}"
-        f"{'dups':>6}{'in flight':>10}{'resumed first/all s':>21}"
+        f"{'dups':>6}{'in flight at/peak':>18}{'resumed first/all s':>21}"
     )
     print(header)
     for p in report.phases:
         print(
             f"{p.name:<12}{p.broker or '-':<10}{p.acked:>7}{p.failed:>8}"
             f"{f'{p.failed_during_fault}/{p.sent_during_fault}':>17}{p.lost:>6}{p.duplicates:>6}"
-            f"{p.in_flight_at_fault:>10}{f'{_seconds(p.resumed_first)} / {_seconds(p.resumed_all)}':>21}"
+            f"{f'{p.in_flight_at_fault}/{p.in_flight_peak}':>18}"
+            f"{f'{_seconds(p.resumed_first)} / {_seconds(p.resumed_all)}':>21}"
         )
     for p in report.phases:
         for note in p.notes:

@@ -29,6 +29,7 @@ the first / every queue of the hit broker delivered again (for ``namesrv``: ever
                                [--unreachable 150] [--settle 60] [--drain 60]
                                [--attempt-timeout 1.0] [--pull-max-idle-time 120] [--version 5.3.3]
 
+A phase may carry its own duration: ``--phases pause=1.2,pause=1.8,pause=10`` pauses three times.
 ``--short`` runs the shape ``integration/test_chaos.py`` uses (shorter faults, no unreachable phase).
 Timing figures need an idle machine.
 """
@@ -293,7 +294,9 @@ class _Run:
         self.phases.append(phase)
         self.phase_index = len(self.phases) - 1
         phase.start = trio.current_time()
-        broker, inject, seconds, lift = self.fault_steps(name, phase)
+        kind, _, duration = name.partition("=")  # "pause=1.5": a 1.5-s pause
+        broker, inject, seconds, lift = self.fault_steps(kind, phase)
+        seconds = float(duration) if duration else seconds
         phase.broker = broker
         await trio.sleep(self.options.lead)
         phase.in_flight_at_fault = phase.in_flight_peak = self.in_flight

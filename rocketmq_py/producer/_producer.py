@@ -38,6 +38,7 @@ from rocketmq_py.errors import (
     StateError,
     TransportError,
 )
+from rocketmq_py.producer._attempts import FailedAttempt, attempt_timeout, describe_attempts
 from rocketmq_py.producer._fault import FaultConfig, QueueSelector
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._types import SendResult, SendStatus
@@ -76,10 +77,15 @@ class _DeadlinePassed(Exception):
 DEFAULT_SEND_TIMEOUT = 3.0
 #: Java ``retryTimesWhenSendFailed``: a failed synchronous send is tried this many more times.
 DEFAULT_RETRY_TIMES = 2
+#: Seconds between two route lookups of a topic whose cached route offers no healthy broker (Java
+#: has none: only the 30-s poll; see Producer._recheck_route).
+ROUTE_RECHECK_INTERVAL = 1.0
 #: An attempt slower than this is abandoned and retried on another broker. Java's equivalent
 #: (``sendMsgMaxTimeoutPerRequest``) is off, so one hung broker eats the whole send budget; ours
 #: leaves room for the retries. An abandoned attempt may still be stored (at-least-once).
 DEFAULT_ATTEMPT_TIMEOUT = 1.0
+# How much later than its request's own timeout an attempt is cut (a slow route lookup or connect).
+_CUT_GRACE = 0.005
 
 
 @dataclass(slots=True)
@@ -160,6 +166,7 @@ class Producer:
         self._reserved = RESERVED_PROPERTY_KEYS
         #: False when the producer runs on another client's instance (see :meth:`_attach`).
         self._owns_instance = True
+        self._route_rechecked: dict[str, float] = {}
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -347,16 +354,20 @@ class Producer:
     ) -> SendResult:
         budget = self.send_timeout if timeout is None else timeout
         deadline = trio.current_time() + budget
-        errors: list[RocketMQError] = []
+        failed: list[FailedAttempt] = []
         try:
-            result = await self._attempts(message, batch, selector, arg, queue, errors, deadline)
+            result = await self._attempts(message, batch, selector, arg, queue, failed, deadline)
         except _DeadlinePassed:
             self._stats.failed += 1
-            detail = f"; attempts failed with: {'; '.join(map(str, errors))}" if errors else ""
             timeout_error = RequestTimeout(
-                f"sending to {message.topic} did not finish within {budget:g} s{detail}"
+                f"sending to {message.topic} did not finish within {budget:g} s; {describe_attempts(failed)}"
             )
-            raise timeout_error from (errors[-1] if errors else None)
+            raise timeout_error from (failed[-1].error if failed else None)
+        except RocketMQError as exc:
+            self._stats.failed += 1
+            if len(failed) > 1:  # the error is the last attempt's; the note names them all
+                exc.add_note(f"sending to {message.topic} failed: {describe_attempts(failed)}")
+            raise
         except BaseException:
             self._stats.failed += 1
             raise
@@ -379,49 +390,62 @@ class Producer:
         selector: SelectQueue | None,
         arg: Any,
         queue: MessageQueue | None,
-        errors: list[RocketMQError],
+        failed: list[FailedAttempt],
         deadline: float,
     ) -> SendResult:
-        """Java's retry loop. One cancel scope per attempt: its timeout is the smaller of the
-        attempt timeout and what is left of the send's deadline."""
+        """Java's retry loop: each attempt within :func:`attempt_timeout` of the deadline."""
         routes = self.instance.routes
         info = await self._publish_info(message.topic, deadline)
         single = selector is not None or queue is not None
         attempts = 1 if single else 1 + max(0, self.retry_times)
-        per_attempt = math.inf if self.attempt_timeout is None or single else self.attempt_timeout
         last_broker: str | None = None
+        # A result the broker stored with a flush/slave warning while we try for SEND_OK elsewhere
+        # (retry_another_broker_when_not_store_ok): returned if no later attempt does better, as
+        # Java's sendDefaultImpl returns its last sendResult rather than a later failure.
+        stored: SendResult | None = None
+        timed_out = False
         for attempt in range(attempts):
             if queue is not None:
                 mq = queue
             elif selector is not None:
                 mq = selector(info.queues, message, arg)
             else:
+                info = routes.cached_publish_info(message.topic) or info  # a recheck may have landed
                 mq = self._selector.select(info, last_broker, self._fault, reset_index=attempt > 0)
+                if mq.broker_name == last_broker or not self._available(mq.broker_name):
+                    self._recheck_route(message.topic)
             last_broker = mq.broker_name
-            self._stats.attempts += 1
-            if attempt:
-                self._stats.retries += 1
             started = trio.current_time()
             remaining = deadline - started
             if remaining <= 0:
-                raise _DeadlinePassed
+                timed_out = True
+                break
+            self._stats.attempts += 1
+            if attempt:
+                self._stats.retries += 1
+            limit = attempt_timeout(
+                None if single else self.attempt_timeout, remaining, last=attempt + 1 == attempts
+            )
             try:
-                result = await self._send_to(message, mq, batch=batch, timeout=min(per_attempt, remaining))
+                result = await self._send_to(message, mq, batch=batch, timeout=limit)
             except TransportError as exc:
                 self._record(mq.broker_name, started, isolation=True, reachable=True)
                 log.info("send to %s failed (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
-                errors.append(exc)
+                failed.append(FailedAttempt(attempt + 1, mq.broker_name, exc))
                 if trio.current_time() >= deadline:
-                    raise _DeadlinePassed from None
+                    timed_out = True
+                    break
                 continue
             except BrokerError as exc:
                 self._record(mq.broker_name, started, isolation=True, reachable=False)
+                failed.append(FailedAttempt(attempt + 1, mq.broker_name, exc))
                 if exc.refresh_route:
                     routes.invalidate(message.topic)
                 if not exc.retriable:
+                    if stored is not None:
+                        return stored
                     raise
                 log.info("send to %s refused (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
-                errors.append(exc)
                 if exc.refresh_route:
                     info = await self._refreshed(message.topic, info, deadline)
                 continue
@@ -431,17 +455,45 @@ class Producer:
                 and self.retry_another_broker_when_not_store_ok
                 and attempt + 1 < attempts
             ):
+                stored = result
                 continue
             return result
-        if errors:
-            raise errors[-1]
+        if stored is not None:
+            return stored
+        if timed_out:
+            raise _DeadlinePassed
+        if failed:
+            raise failed[-1].error
         raise RouteNotFound(message.topic, routes.namesrv_addrs, "no attempt could be made")
 
     async def _refreshed(self, topic: str, info: TopicPublishInfo, deadline: float) -> TopicPublishInfo:
         try:
             return await self._publish_info(topic, deadline)
-        except RocketMQError:
-            return info
+        except (RocketMQError, _DeadlinePassed):
+            return info  # the next attempt sees the deadline
+
+    def _available(self, broker: str) -> bool:
+        return self._fault is None or self._fault.is_available(broker)
+
+    def _recheck_route(self, topic: str) -> None:
+        """Fetch ``topic``'s route again in the background: the cached one offers no healthy broker.
+
+        A broker that went down and came back (the NameServer dropped it from the route meanwhile)
+        would otherwise stay unknown until the next route poll (30 s), while every send goes to the
+        brokers left, sick ones included. At most once every :data:`ROUTE_RECHECK_INTERVAL` seconds
+        a topic; a send in progress uses the new route from its next attempt.
+        """
+        now = trio.current_time()
+        if now < self._route_rechecked.get(topic, -math.inf) + ROUTE_RECHECK_INTERVAL:
+            return
+        self._route_rechecked[topic] = now
+        self.instance.nursery.start_soon(self._refresh_route, topic)
+
+    async def _refresh_route(self, topic: str) -> None:
+        try:
+            await self.instance.routes.update(topic)
+        except RocketMQError as exc:  # the cached route stays (StateError: the client is closing)
+            log.info("route recheck of %s failed: %s", topic, exc)
 
     def _record(self, broker: str, started: float, *, isolation: bool, reachable: bool) -> None:
         if self._fault is not None:
@@ -456,8 +508,21 @@ class Producer:
         batch: bool,
         timeout: float,  # noqa: ASYNC109
     ) -> SendResult:
-        address, ext_fields, body = await self._prepare(message, mq, batch=batch)
-        reply = await self.instance.api.send_message(address, ext_fields, body, batch=batch, timeout=timeout)
+        """One attempt, all of it (master address, connect, request) within ``timeout`` seconds."""
+        ends = trio.current_time() + timeout
+        address: str | None = None
+        # The request times out at ``ends`` by itself (its RequestTimeout names the call, and the
+        # transport may close a connection whose call timed out, as Java's
+        # clientCloseSocketIfTimeout); this scope, a moment later, cuts a slow lookup or connect.
+        scope = trio.CancelScope(deadline=ends + _CUT_GRACE)
+        with scope:
+            address, ext_fields, body = await self._prepare(message, mq, batch=batch)
+            reply = await self.instance.api.send_message(
+                address, ext_fields, body, batch=batch, timeout=max(0.0, ends - trio.current_time())
+            )
+        if scope.cancelled_caught:
+            where = f"connecting to {address}" if address else "looking up its address"
+            raise RequestTimeout(f"{mq.broker_name}: {where} did not finish within {timeout:g} s")
         return SendResult(
             status=SendStatus.from_response_code(reply.code) or SendStatus.SEND_OK,
             msg_id=message.properties.get(PropertyKey.UNIQ_KEY, ""),

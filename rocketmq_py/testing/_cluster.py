@@ -118,6 +118,14 @@ class Cluster(abc.ABC):
         """Undo :meth:`pause_broker`."""
         raise ClusterError(f"resuming brokers is not supported by the {self.backend} backend")
 
+    def block_broker(self, name: str) -> None:
+        """Make a broker unreachable to clients (its ports black-holed); it stays registered."""
+        raise ClusterError(f"blocking brokers is not supported by the {self.backend} backend")
+
+    def unblock_broker(self, name: str) -> None:
+        """Undo :meth:`block_broker`."""
+        raise ClusterError(f"unblocking brokers is not supported by the {self.backend} backend")
+
     def kill_broker(self, name: str) -> None:
         """Kill a broker abruptly (SIGKILL); its store is kept for :meth:`restart_broker`."""
         raise ClusterError(f"killing brokers is not supported by the {self.backend} backend")

@@ -47,6 +47,7 @@ from rocketmq_py.testing._distribution import (
     resolve_server,
     write_home_conf,
 )
+from rocketmq_py.testing._netfault import block_ports, unblock
 from rocketmq_py.testing._processes import (
     JvmProcess,
     Registry,
@@ -371,6 +372,15 @@ class LocalCluster(Cluster):
 
     def resume_broker(self, name: str) -> None:
         self._broker(name).signal_group(signal.SIGCONT)
+
+    def block_broker(self, name: str) -> None:
+        self._broker(name)  # known name
+        port = self._broker_ports[name]
+        block_ports([port - 2, port], f"{self.cluster_id}/{name}")  # VIP channel and listenPort
+
+    def unblock_broker(self, name: str) -> None:
+        self._broker(name)
+        unblock(f"{self.cluster_id}/{name}")
 
     def kill_broker(self, name: str) -> None:
         self._broker(name).kill()

@@ -78,12 +78,17 @@ async def steady_load(producer: Producer, cluster: Cluster, seconds: float, load
 
 
 def pause(fb: FakeBroker, resumed: trio.Event) -> None:
-    """Make ``fb`` answer sends only once ``resumed`` is set (then store them, as a resumed broker does)."""
+    """Make ``fb`` answer sends only once ``resumed`` is set (then store them, as a resumed broker does).
+
+    Shielded: a real paused broker still reads and stores the requests in its socket buffer after
+    SIGCONT, even when the client closed the connection meanwhile (close-on-timeout).
+    """
     store = fb._store.send_message
 
     async def paused(request: RemotingCommand) -> RemotingCommand | None:
-        await resumed.wait()
-        return await store(request)
+        with trio.CancelScope(shield=True):
+            await resumed.wait()
+            return await store(request)
 
     fb.on(SEND, paused)
 

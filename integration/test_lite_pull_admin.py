@@ -51,7 +51,9 @@ async def test_mqadmin_consumer_status_and_progress_show_our_lite_consumer(
         with trio.fail_after(60):
             while len(got) < 16:
                 got.extend(await consumer.poll(timeout=1))
-        await trio.sleep(2.5)  # auto-committed (every second here)
+        with trio.fail_after(30):  # auto-committed (every second here): the brokers hold all 16
+            while sum([max(await consumer.committed(mq), 0) for mq in consumer.assignment()]) < 16:  # noqa: ASYNC110 - the brokers hold it
+                await trio.sleep(0.2)
         client_id = consumer.client_id
         status = (await mqadmin(cluster, "consumerStatus", "-g", group, "-i", client_id)).output
         listing = (await mqadmin(cluster, "consumerStatus", "-g", group)).output

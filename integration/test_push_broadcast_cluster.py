@@ -76,7 +76,7 @@ async def test_three_members_all_get_every_message_and_a_restarted_one_resumes_f
     first = [f"first-{i}" for i in range(60)]
     await produce(cluster, topic, first)
     await wait_until(lambda: all(len(m.bodies) >= len(first) for m in members))
-    await trio.sleep(2)
+    await trio.sleep(2)  # a quiet period: no message comes twice (absence cannot be polled)
     for member in members:
         assert sorted(member.bodies) == sorted(first)  # every message, once each
 
@@ -88,7 +88,7 @@ async def test_three_members_all_get_every_message_and_a_restarted_one_resumes_f
     await wait_until(lambda: all(len(m.bodies) >= len(first) + len(second) for m in members[:2]))
     back = await spawn_member(group, topic, "bc-2")
     await wait_until(lambda: len(back.bodies) >= len(second))
-    await trio.sleep(3)
+    await trio.sleep(3)  # a quiet period: nothing from before the restart comes again
     assert back.client_id == leaver.client_id
     assert sorted(back.bodies) == sorted(second)
     # The offsets are in the members' files: one per client id (and group).

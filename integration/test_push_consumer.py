@@ -21,9 +21,11 @@ from rocketmq_py._client._timestamp import offset_for_timestamp
 from rocketmq_py.consumer._start_offset import parse_consume_timestamp
 from rocketmq_py.testing import Cluster
 from rocketmq_py.testing._report_process import ReportingProcess
+from rocketmq_py.testing._traffic import SteadyProducer
 
 SETTLE_TIMEOUT = 40.0  # seconds for a group to settle after a member joins or leaves
 STABLE_FOR = 2.5  # ... and to stay settled that long (more than one rebalance interval)
+TRAFFIC = 200  # messages produced between two steps of a scaling test (2 s at 100 msg/s)
 
 Queue = tuple[str, int]  # (broker name, queue id)
 
@@ -106,33 +108,6 @@ async def wait_settled(procs: list[ConsumerProc], queues: frozenset[Queue]) -> N
         await trio.sleep(0.2)
 
 
-@dataclass
-class SteadyProducer:
-    """Sends ``m-<n>`` bodies at a steady rate until stopped; keeps the acknowledged ones."""
-
-    namesrv: str
-    topic: str
-    rate: float = 100.0
-    sent: list[str] = field(default_factory=list)
-    _stop: trio.Event = field(default_factory=trio.Event)
-    _done: trio.Event = field(default_factory=trio.Event)
-
-    async def run(self) -> None:
-        try:
-            async with Producer("it-steady-producer", namesrv=self.namesrv) as producer:
-                while not self._stop.is_set():
-                    body = f"m-{len(self.sent)}"
-                    await producer.send(Message(self.topic, body.encode()))
-                    self.sent.append(body)
-                    await trio.sleep(1 / self.rate)
-        finally:
-            self._done.set()
-
-    async def stop(self) -> None:
-        self._stop.set()
-        await self._done.wait()
-
-
 async def wait_until(predicate: Callable[[], bool]) -> None:
     """Poll ``predicate`` until it holds (use under ``trio.fail_after`` / ``move_on_after``)."""
     while not predicate():  # noqa: ASYNC110 - listeners and report readers fill the state, no event
@@ -200,18 +175,18 @@ async def test_scaling_to_four_and_back_to_two_loses_nothing(
     await wait_settled(procs, queues)
     producer = SteadyProducer(cluster.namesrv_addr, topic)
     nursery.start_soon(producer.run)
-    await trio.sleep(2)
+    await producer.wait_sent(TRAFFIC)
 
     procs += [await spawn_consumer(group, topic) for _ in range(2)]
     await wait_settled(procs, queues)
     assert all(len(p.owned) == 4 for p in procs)
-    await trio.sleep(2)
+    await producer.wait_sent(TRAFFIC)
 
     procs_left = procs[:2]
     await procs[2].stop()
     await procs[3].stop(sigterm=True)
     await wait_settled(procs_left, queues)
-    await trio.sleep(2)
+    await producer.wait_sent(TRAFFIC)
     await producer.stop()
 
     lost = await wait_all_consumed(producer.sent, procs)
@@ -233,8 +208,16 @@ async def test_killed_member_queues_are_taken_over(
     producer = SteadyProducer(cluster.namesrv_addr, topic)
     nursery.start_soon(producer.run)
     victim, survivors = procs[0], procs[1:]
-    with trio.fail_after(20):
+    started = trio.current_time()
+    with trio.move_on_after(20):
         await wait_until(lambda: len(victim.consumed) >= 20)
+    if len(victim.consumed) < 20:
+        pytest.fail(
+            f"the victim consumed {len(victim.consumed)} of {len(producer.sent)} sent in 20 s; "
+            f"consumed per member {[len(p.consumed) for p in procs]}, owned {[sorted(p.owned) for p in procs]}, "
+            f"victim's queues {Counter(q for q, *_ in victim.consumed)}"
+        )
+    print(f"\nthe victim consumed 20 messages {trio.current_time() - started:.1f} s after production began")
     victim_queues = victim.owned
     victim.process.kill()  # SIGKILL: no unregister, offsets only as last persisted
     await victim.process.wait()
@@ -242,7 +225,7 @@ async def test_killed_member_queues_are_taken_over(
     await wait_settled(survivors, queues)
     taken_over = {q for p in survivors for q in p.owned} & victim_queues
     assert taken_over == victim_queues
-    await trio.sleep(2)
+    await producer.wait_sent(TRAFFIC)
     await producer.stop()
 
     lost = await wait_all_consumed(producer.sent, procs)
@@ -385,7 +368,7 @@ async def test_consume_from_timestamp_searches_by_store_time_and_keeps_javas_fre
                 assert end == sizes[queue], queue
         with trio.fail_after(30):
             await wait_until(lambda: len(got) >= 32)
-        await trio.sleep(1)
+        await trio.sleep(1)  # a quiet period: nothing beyond the 32
     # The fresh-queue quirk: the broker said "offset 0" for the new group, so everything came.
     assert sorted(m.body.decode() for m in got) == sorted(
         [f"before-{i}" for i in range(16)] + [f"after-{i}" for i in range(16)]

@@ -18,10 +18,14 @@ from typing import Any
 import pytest
 import trio
 
-from rocketmq_py import Message, MessageQueue, Producer
+from rocketmq_py import MessageQueue
 from rocketmq_py.consumer._allocate import AllocateAveragely, sort_consumers, sort_queues
 from rocketmq_py.testing import Cluster
 from rocketmq_py.testing._report_process import ReportingProcess
+from rocketmq_py.testing._traffic import SteadyProducer
+
+#: Messages produced between two steps of the scaling (about 3 s at 150 msg/s).
+TRAFFIC = 450
 
 Queue = tuple[str, int]
 
@@ -127,33 +131,6 @@ def check_step(member: Member, mark: int) -> None:
     assert before - after <= member.calls_since(mark, "revoked"), member.client_id
 
 
-@dataclass
-class SteadyProducer:
-    """Sends ``m-<n>`` at about ``rate`` messages per second until stopped."""
-
-    namesrv: str
-    topic: str
-    rate: float = 150.0
-    sent: list[str] = field(default_factory=list)
-    _stop: trio.Event = field(default_factory=trio.Event)
-    _done: trio.Event = field(default_factory=trio.Event)
-
-    async def run(self) -> None:
-        try:
-            async with Producer("it-handoff-producer", namesrv=self.namesrv) as producer:
-                while not self._stop.is_set():
-                    body = f"m-{len(self.sent)}"
-                    await producer.send(Message(self.topic, body.encode()))
-                    self.sent.append(body)
-                    await trio.sleep(1 / self.rate)
-        finally:
-            self._done.set()
-
-    async def stop(self) -> None:
-        self._stop.set()
-        await self._done.wait()
-
-
 async def test_scaling_2_3_2_under_traffic_hands_queues_over_with_listener_calls(
     cluster: Cluster, create_topic: Callable[..., str], spawn_member: Spawn, nursery: trio.Nursery
 ) -> None:
@@ -162,9 +139,9 @@ async def test_scaling_2_3_2_under_traffic_hands_queues_over_with_listener_calls
     queues = frozenset((b.name, q) for b in cluster.brokers for q in range(8))
     members = [await spawn_member(group, topic) for _ in range(2)]
     await wait_settled(members, topic, queues)
-    producer = SteadyProducer(cluster.namesrv_addr, topic)
+    producer = SteadyProducer(cluster.namesrv_addr, topic, rate=150.0, group="it-handoff-producer")
     nursery.start_soon(producer.run)
-    await trio.sleep(3)
+    await producer.wait_sent(TRAFFIC)
 
     # 2 -> 3: each old member announced what it gave up; the newcomer was assigned what it owns.
     marks = [len(m.calls) for m in members]
@@ -174,7 +151,7 @@ async def test_scaling_2_3_2_under_traffic_hands_queues_over_with_listener_calls
     for member, mark in zip(members, [*marks, 0], strict=True):
         check_step(member, mark)
     assert newcomer.owned, "AVG gives the newcomer a share of 16 queues"
-    await trio.sleep(3)
+    await producer.wait_sent(TRAFFIC)
 
     # 3 -> 2: the leaver revokes all it had on close; the stayers announce what they take over.
     leaver, stayers = members[0], members[1:]
@@ -190,7 +167,7 @@ async def test_scaling_2_3_2_under_traffic_hands_queues_over_with_listener_calls
         *(m.calls_since(mark, "assigned") for m, mark in zip(stayers, marks, strict=True))
     )
     assert set(had) <= taken_over
-    await trio.sleep(3)
+    await producer.wait_sent(TRAFFIC)
     await producer.stop()
 
     with trio.move_on_after(60):

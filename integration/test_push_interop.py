@@ -51,7 +51,7 @@ async def test_messages_from_the_java_benchmark_producer(
     async with consumer:
         with trio.fail_after(30):
             await wait_until(lambda: len(got) >= 300)
-        await trio.sleep(1)
+        await trio.sleep(1)  # a quiet period: no duplicate trickles in
     assert len(got) == 300
     assert len({m.msg_id for m in got}) == 300  # UNIQ_KEY, set by the Java producer
     # 32 hex digits with an IPv4 client address in the id, 56 with an IPv6 one.

@@ -24,8 +24,11 @@ import trio
 from rocketmq_py import Message, Producer, select_by_hash
 from rocketmq_py.testing import Cluster
 from rocketmq_py.testing._report_process import ReportingProcess
+from rocketmq_py.testing._traffic import wait_grown
 
 KEYS = [f"key-{k}" for k in range(16)]
+#: Messages produced between two steps of the test (20 steps of every key, about 3 s).
+TRAFFIC = 20 * len(KEYS)
 Queue = tuple[str, int]
 
 
@@ -128,11 +131,11 @@ async def test_order_per_key_survives_a_rebalance_and_a_kill(
     await wait_settled(members, queues, timeout=60)
     producer = OrderedProducer(cluster.namesrv_addr, topic)
     nursery.start_soon(producer.run)
-    await trio.sleep(3)
+    await wait_grown(producer.sent, TRAFFIC)
 
     members.append(await spawn_member(group, topic))  # 2 -> 3: queues change hands gracefully
     await wait_settled(members, queues, timeout=60)
-    await trio.sleep(3)
+    await wait_grown(producer.sent, len(producer.sent) + TRAFFIC)
 
     victim = max(members[:2], key=lambda m: len(m.owned))
     killed_at = time.time()
@@ -140,7 +143,7 @@ async def test_order_per_key_survives_a_rebalance_and_a_kill(
     await victim.process.wait()
     survivors = [m for m in members if m is not victim]
     await wait_settled(survivors, queues, timeout=150)
-    await trio.sleep(3)
+    await wait_grown(producer.sent, len(producer.sent) + TRAFFIC)
     await producer.stop()
 
     with trio.move_on_after(60):

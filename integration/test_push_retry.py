@@ -180,7 +180,7 @@ async def test_always_failing_message_lands_in_the_dlq(fast_retry_cluster: Clust
     async with reader:
         with trio.fail_after(20):
             await wait_until(lambda: len(dead) >= last_failures)
-        await trio.sleep(1)
+        await trio.sleep(1)  # a quiet period: a second letter (late send-back reply) would show here
     # One letter per last failure (so one, unless a copy was duplicated), or two if the reply to
     # its send-back came too late (the re-send goes to the DLQ as well); each stored once.
     assert last_failures <= len(dead) <= 2 * last_failures, [d.reconsume_times for d in deliveries]

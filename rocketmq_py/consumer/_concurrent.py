@@ -18,15 +18,13 @@ A batch of a queue being handed off (revoked) is not started: the next owner pul
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import trio
 
 from rocketmq_py.consumer._flow import SEND_BACK_LOCAL_RETRY_DELAY_MS
-from rocketmq_py.consumer._listener import ConsumeStatus, concurrent_status, invoke_listener
-from rocketmq_py.consumer._pull_result import restore_retry_topic, set_consume_start_time
+from rocketmq_py.consumer._listener import ConsumeStatus, concurrent_status, consume_call
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._retry import retry_message
 from rocketmq_py.errors import RocketMQError
@@ -91,26 +89,17 @@ class ConcurrentService:
 
     async def _consume(self, state: QueueState, msgs: list[MessageExt]) -> None:
         consumer = self._consumer
-        restore_retry_topic(msgs, consumer.group)
-        set_consume_start_time(msgs, int(time.time() * 1000))
-        status = ConsumeStatus.RECONSUME_LATER
         started = trio.current_time()
-        try:
-            # A bare CancelScope: move_on_after's generator wrapper costs per message here.
-            scope = trio.CancelScope(deadline=started + consumer.consume_timeout)
-            with scope:
-                assert consumer.listener is not None
-                status = concurrent_status(await invoke_listener(consumer.listener, msgs))
-            if scope.cancelled_caught:
-                log.warning(
-                    "%s: listener took more than %g s on %d messages of %s",
-                    consumer.group,
-                    consumer.consume_timeout,
-                    len(msgs),
-                    state.mq,
-                )
-        except Exception:
-            log.exception("%s: listener failed on %d messages of %s", consumer.group, len(msgs), state.mq)
+        assert consumer.listener is not None
+        status = await consume_call(
+            consumer.listener,
+            msgs,
+            group=consumer.group,
+            queue=state.mq,
+            timeout=consumer.consume_timeout,
+            read=concurrent_status,
+            failed=ConsumeStatus.RECONSUME_LATER,
+        )
         state.pq.last_consume_time = trio.current_time()
         ok = status is ConsumeStatus.CONSUME_SUCCESS
         counters = consumer._counters

@@ -14,7 +14,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import trio
 
@@ -28,12 +28,15 @@ __all__ = [
     "Listener",
     "RebalanceListener",
     "concurrent_status",
+    "consume_call",
     "consume_directly",
     "invoke_listener",
     "notify_rebalance_listener",
 ]
 
 log = logging.getLogger("rocketmq_py.consumer")
+
+S = TypeVar("S", "ConsumeStatus", "ConsumeOrderlyStatus")
 
 
 class ConsumeStatus(enum.Enum):
@@ -167,3 +170,32 @@ async def consume_directly(
         remark=remark,
         spent_time_mills=spent,
     )
+
+
+async def consume_call(
+    listener: Listener,
+    msgs: list[MessageExt],
+    *,
+    group: str,
+    queue: MessageQueue,
+    timeout: float,  # noqa: ASYNC109 - the listener's deadline, Java's consumeTimeout
+    read: Callable[[object], S],
+    failed: S,
+) -> S:
+    """One consumption: the listener called on ``msgs`` (topics restored, start time set) under
+    ``timeout``; its answer read by ``read``. An exception or the timeout is ``failed`` (logged)."""
+    restore_retry_topic(msgs, group)
+    set_consume_start_time(msgs, int(time.time() * 1000))
+    status = failed
+    try:
+        # A bare CancelScope: move_on_after's generator wrapper costs per message here.
+        scope = trio.CancelScope(deadline=trio.current_time() + timeout)
+        with scope:
+            status = read(await invoke_listener(listener, msgs))
+        if scope.cancelled_caught:
+            log.warning(
+                "%s: listener took more than %g s on %d messages of %s", group, timeout, len(msgs), queue
+            )
+    except Exception:
+        log.exception("%s: listener failed on %d messages of %s", group, len(msgs), queue)
+    return status

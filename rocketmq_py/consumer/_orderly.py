@@ -17,7 +17,6 @@ reconsume-times decision.
 from __future__ import annotations
 
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -32,8 +31,7 @@ from rocketmq_py.consumer._flow import (
     REBALANCE_LOCK_INTERVAL_MS,
     REBALANCE_LOCK_MAX_LIVE_TIME_MS,
 )
-from rocketmq_py.consumer._listener import ConsumeOrderlyStatus, invoke_listener
-from rocketmq_py.consumer._pull_result import restore_retry_topic, set_consume_start_time
+from rocketmq_py.consumer._listener import ConsumeOrderlyStatus, consume_call
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._retry import retry_message
 from rocketmq_py.errors import RocketMQError
@@ -222,26 +220,17 @@ class OrderlyService:
     async def _consume(self, state: QueueState, msgs: list[MessageExt]) -> None:
         consumer = self._consumer
         pq = state.pq
-        restore_retry_topic(msgs, consumer.group)
-        set_consume_start_time(msgs, int(time.time() * 1000))
-        status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
         started = trio.current_time()
-        try:
-            scope = trio.CancelScope(deadline=started + consumer.consume_timeout)
-            with scope:
-                assert consumer.listener is not None
-                status = ConsumeOrderlyStatus.of(await invoke_listener(consumer.listener, msgs))
-            if scope.cancelled_caught:
-                log.warning(
-                    "%s: orderly listener took more than %g s on %s",
-                    consumer.group,
-                    consumer.consume_timeout,
-                    state.mq,
-                )
-        except Exception:
-            log.exception(
-                "%s: orderly listener failed on %d messages of %s", consumer.group, len(msgs), state.mq
-            )
+        assert consumer.listener is not None
+        status = await consume_call(
+            consumer.listener,
+            msgs,
+            group=consumer.group,
+            queue=state.mq,
+            timeout=consumer.consume_timeout,
+            read=ConsumeOrderlyStatus.of,
+            failed=ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+        )
         pq.last_consume_time = trio.current_time()
         ok = status is ConsumeOrderlyStatus.SUCCESS
         counters = consumer._counters

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rocketmq_py.testing._distribution import cache_dir
 
@@ -147,6 +148,21 @@ def popen_on_spawner(popen: Callable[[], subprocess.Popen[bytes]]) -> subprocess
     done: Future[subprocess.Popen[bytes]] = Future()
     _spawns.put((popen, done))
     return done.result()
+
+
+def popen_tied(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in its own session, to be killed with this process (Linux: by the kernel).
+
+    For short-lived tools (mqadmin, the Java benchmarks): forked on the spawner thread with the
+    parent-death signal, so that a tool left running (a benchmark producer with no end) dies with
+    the Python process that started it, even when that process is killed.
+    """
+    preexec = _die_with_parent if sys.platform.startswith("linux") else None
+
+    def popen() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=preexec, **options)
+
+    return popen_on_spawner(popen)
 
 
 @dataclass

@@ -6,7 +6,9 @@ is captured, with the logback start-up chatter of RocketMQ 5.x filtered out.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ from rocketmq_py.testing._distribution import (
     resolve_server,
     write_home_conf,
 )
+from rocketmq_py.testing._processes import popen_tied
 
 __all__ = ["BENCH_MAIN_CLASSES", "MQADMIN_MAIN_CLASS", "ToolResult", "run_java_bench", "run_mqadmin"]
 
@@ -89,22 +92,19 @@ def run_java(
         main_class,
         *args,
     )
+    # Tied to this process: a tool still running when it dies (killed, or a benchmark with no end)
+    # dies with it instead of spinning on alone.
+    proc = popen_tied(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=home
+    )
     try:
-        proc = subprocess.run(
-            argv,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=timeout,
-            check=False,
-            stdin=subprocess.DEVNULL,
-            cwd=home,
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout or ""
-        text = out.decode(errors="replace") if isinstance(out, bytes) else out
-        return ToolResult(argv, None, _clean(text), timed_out=True)
-    return ToolResult(argv, proc.returncode, _clean(proc.stdout + proc.stderr), timed_out=False)
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the JVM and anything it forked
+        out, _ = proc.communicate()
+        return ToolResult(argv, None, _clean(out.decode(errors="replace")), timed_out=True)
+    return ToolResult(argv, proc.returncode, _clean(out.decode(errors="replace")), timed_out=False)
 
 
 def _with_namesrv(args: Sequence[str], namesrv: str | None) -> list[str]:

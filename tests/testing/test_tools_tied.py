@@ -1,0 +1,57 @@
+"""Tool processes (mqadmin, the Java benchmarks) die with the Python process that started them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from rocketmq_py.testing._processes import popen_tied
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie no one reaped yet is dead too
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_tool_dies_when_its_python_parent_is_killed() -> None:
+    code = textwrap.dedent(
+        """
+        import sys, threading, time
+        from rocketmq_py.testing._processes import popen_tied
+        def start():  # from a short-lived thread, as trio.to_thread does
+            tool = popen_tied(["sleep", "60"])
+            print(tool.pid, flush=True)
+        t = threading.Thread(target=start); t.start(); t.join()
+        time.sleep(60)
+        """
+    )
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as parent:
+        assert parent.stdout is not None
+        tool_pid = int(parent.stdout.readline())
+        time.sleep(0.5)  # the starting thread is gone: the tool must outlive it
+        assert _alive(tool_pid)
+        parent.kill()
+    deadline = time.monotonic() + 10
+    while _alive(tool_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(tool_pid)
+
+
+def test_popen_tied_gives_the_tool_its_own_session() -> None:
+    with popen_tied(["sleep", "5"]) as tool:
+        assert os.getsid(tool.pid) == tool.pid
+        tool.kill()

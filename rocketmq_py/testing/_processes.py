@@ -122,6 +122,23 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def _tied(argv: Sequence[str]) -> tuple[list[str], Callable[[], None] | None]:
+    """``argv`` and the ``preexec_fn`` that give a child the parent-death signal (Linux only).
+
+    util-linux's ``setpriv`` sets the signal and execs ``argv``, so no Python code runs in the
+    forked child. A ``preexec_fn`` does, and there the other threads' thread-locals are freed and
+    their finalizers run: py4j (pyspark) shuts down a thread's gateway connection that way, which
+    also cut the parent's connection (the Spark driver thread lost its active session). The
+    ``preexec_fn`` is only the fallback for a system without ``setpriv``.
+    """
+    if not sys.platform.startswith("linux"):
+        return list(argv), None
+    setpriv = shutil.which("setpriv")
+    if setpriv is not None:
+        return [setpriv, "--pdeathsig", "KILL", "--", *argv], None
+    return list(argv), _die_with_parent
+
+
 _Spawn = tuple[Callable[[], "subprocess.Popen[bytes]"], "Future[subprocess.Popen[bytes]]"]
 _spawns: queue.SimpleQueue[_Spawn] = queue.SimpleQueue()
 _spawner_lock = threading.Lock()
@@ -143,7 +160,11 @@ def popen_on_spawner(popen: Callable[[], subprocess.Popen[bytes]]) -> subprocess
     global _spawner
     with _spawner_lock:
         if _spawner is None or not _spawner.is_alive():
-            _spawner = threading.Thread(target=_spawn_forever, name="rocketmq-py-spawner", daemon=True)
+            # Named outside the clients' "rocketmq-py" thread prefix: tests look for client threads
+            # left running by that prefix, and this one lives as long as the interpreter on purpose.
+            _spawner = threading.Thread(
+                target=_spawn_forever, name="rocketmq_py.testing spawner", daemon=True
+            )
             _spawner.start()
     done: Future[subprocess.Popen[bytes]] = Future()
     _spawns.put((popen, done))
@@ -157,10 +178,10 @@ def popen_tied(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
     parent-death signal, so that a tool left running (a benchmark producer with no end) dies with
     the Python process that started it, even when that process is killed.
     """
-    preexec = _die_with_parent if sys.platform.startswith("linux") else None
+    command, preexec = _tied(argv)
 
     def popen() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(list(argv), start_new_session=True, preexec_fn=preexec, **options)
+        return subprocess.Popen(command, start_new_session=True, preexec_fn=preexec, **options)
 
     return popen_on_spawner(popen)
 
@@ -272,11 +293,11 @@ class JvmProcess:
         # only reads what this run wrote.
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
-            preexec: Callable[[], None] | None = _die_with_parent if self.die_with_parent else None
+            command, preexec = _tied(self.argv) if self.die_with_parent else (self.argv, None)
 
             def popen() -> subprocess.Popen[bytes]:
                 return subprocess.Popen(
-                    self.argv,
+                    command,
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,

@@ -55,3 +55,31 @@ def test_popen_tied_gives_the_tool_its_own_session() -> None:
     with popen_tied(["sleep", "5"]) as tool:
         assert os.getsid(tool.pid) == tool.pid
         tool.kill()
+
+
+def test_starting_a_tool_leaves_other_threads_connections_open() -> None:
+    """The fork must not run Python code in the child: there, the other threads' thread-locals are
+    freed and their finalizers run. py4j (pyspark) closes a thread's gateway connection that way,
+    and the shutdown reached the parent's socket: the Spark driver's thread lost its active session
+    (Spark then refused the pushdown reader of ``df.rdd``)."""
+    import socket
+    import threading
+
+    ours, peer = socket.socketpair()
+
+    class Connection:  # like py4j's: shut down when the owning thread's local goes away
+        def __del__(self) -> None:
+            ours.shutdown(socket.SHUT_RDWR)
+
+    local = threading.local()
+    local.connection = Connection()
+    try:
+        with popen_tied(["true"]) as tool:
+            tool.wait(10)
+        peer.setblocking(False)
+        with pytest.raises(BlockingIOError):  # b"" here: the child shut our connection down
+            peer.recv(1)
+    finally:
+        del local.connection
+        ours.close()
+        peer.close()

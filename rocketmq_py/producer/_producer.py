@@ -83,6 +83,9 @@ ROUTE_RECHECK_INTERVAL = 1.0
 #: An attempt slower than this is abandoned and retried on another broker. Java's equivalent
 #: (``sendMsgMaxTimeoutPerRequest``) is off, so one hung broker eats the whole send budget; ours
 #: leaves room for the retries. An abandoned attempt may still be stored (at-least-once).
+#: Measured with benchmarks/chaos.py (200 msg/s, 64 in flight, a broker SIGSTOPped 10 s): 1 s failed
+#: 0 of 2,002 sends made during the pause, with 64 duplicates; None failed 37 of 502, with 172. Raise
+#: it where a healthy round trip can approach 1 s, or abandoned attempts become duplicates.
 DEFAULT_ATTEMPT_TIMEOUT = 1.0
 # How much later than its request's own timeout an attempt is cut (a slow route lookup or connect).
 _CUT_GRACE = 0.005

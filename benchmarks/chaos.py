@@ -38,13 +38,13 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import inspect
 import re
 import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -189,7 +189,6 @@ class _Run:
         self.watch: _Watch | None = None
         self.fault_on: PhaseFigures | None = None
         self.phases: list[PhaseFigures] = []
-        self.faults = ThreadPoolExecutor(1, thread_name_prefix="chaos-faults")
 
     # --- traffic --------------------------------------------------------------------------------
 
@@ -242,14 +241,9 @@ class _Run:
         return [(name, q) for name in names for q in range(self.options.queues)]
 
     async def blocking(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run a blocking cluster call in the run's one fault thread.
-
-        Not in trio's worker threads: a JVM gets the death signal of the *thread* that started it
-        (PR_SET_PDEATHSIG), and trio retires idle workers after a few seconds, killing a broker
-        or NameServer restarted from one.
-        """
-        future = self.faults.submit(fn, *args)
-        await trio.to_thread.run_sync(future.result)
+        """Run a blocking cluster call in a worker thread (the testing kit forks JVMs from its own
+        interpreter-long thread, so a worker retiring kills nothing)."""
+        await trio.to_thread.run_sync(functools.partial(fn, *args))
 
     async def restart_namesrv(self, phase: PhaseFigures) -> None:
         try:
@@ -400,11 +394,7 @@ async def run_chaos(cluster: Cluster, options: ChaosOptions = ChaosOptions()) ->
     """
     chaos = _Run(cluster, options)
     await trio.to_thread.run_sync(cluster.create_topic, chaos.topic, options.queues)
-    try:
-        return await chaos.run()
-    finally:
-        # JVMs the fault thread restarted die with it: the cluster is done with by now.
-        chaos.faults.shutdown(wait=False)
+    return await chaos.run()
 
 
 def _seconds(value: float | None) -> str:

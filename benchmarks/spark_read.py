@@ -23,6 +23,14 @@ with the reader, so single runs move by a third.
 
     python benchmarks/spark_read.py [--count 1000000] [--size 128] [--queues 4] [--rounds 3] [--namesrv host:port]
 
+``--scaling`` measures instead how the source scales out: a Spark standalone cluster on 127.0.0.1
+(``rocketmq_py.testing.SparkStandalone``: a master and two workers of one core each, each executor
+its own JVM) reads the backlog into the noop sink from a driver given one core (one executor, on
+one worker) or two (two executors, on both workers), in alternating rounds, each from a new driver
+process after a warm-up read. Prints every round, the median rows/s of each and their ratio (the
+goal is >= 1.8). On a 2-core machine the brokers and the driver share the two cores with the
+executors, so the second worker cannot bring a whole core.
+
 A local two-broker cluster is started unless ``--namesrv`` (or ROCKETMQ_NAMESRV) names one.
 """
 
@@ -53,7 +61,7 @@ from rocketmq_py.protocol import (
     decode_messages,
     from_ext_fields,
 )
-from rocketmq_py.testing import start_cluster, topic_route
+from rocketmq_py.testing import SparkStandalone, loopback_conf, start_cluster, topic_route
 
 PULL_BATCH = 32  # the reader's default pullBatchSize (Java's pullBatchSize)
 RAW_PROCESSES = 2  # the cores local[2] runs on
@@ -214,20 +222,16 @@ def _timed(fn: Any, *args: Any) -> dict[str, Any]:
 # --- Spark -----------------------------------------------------------------------------------------
 
 
-def spark_session() -> Any:
+def spark_session(master: str = "local[2]", conf: dict[str, str] | None = None) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     import spark_connector
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("rocketmq-spark-read-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
-    )
+    builder = SparkSession.builder.master(master).appName("rocketmq-spark-read-bench")
+    for key, value in {**loopback_conf(), "spark.driver.memory": "2g", **(conf or {})}.items():
+        builder = builder.config(key, value)  # loopback_conf: SPARK_LOCAL_IP, driver on 127.0.0.1
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark_connector.register(spark)
     return spark
@@ -310,6 +314,86 @@ def run(namesrv: str, cluster: Any, args: argparse.Namespace) -> None:
     )
 
 
+# --- scaling on a standalone cluster: one worker vs two ---------------------------------------------
+
+
+def scaling_child(
+    master: str, cores: int, namesrv: str, warm: str, topic: str, expected: int
+) -> dict[str, Any]:
+    """A driver on the standalone cluster with ``cores`` executor cores (1 core per worker)."""
+    spark = spark_session(
+        master,
+        {
+            "spark.cores.max": str(cores),
+            "spark.executor.cores": "1",
+            "spark.executor.memory": "1g",
+            "spark.driver.memory": "1g",
+        },
+    )
+    try:
+        run_spark(spark, namesrv, warm, WARMUP)  # the executors' Python workers start here
+        before = _cpu_ticks()
+        seconds = run_spark(spark, namesrv, topic, expected)
+        busy, total = (after - first for after, first in zip(_cpu_ticks(), before, strict=True))
+        executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1  # minus the driver
+    finally:
+        spark.stop()
+    return {"seconds": seconds, "executors": executors, "busy": busy / total if total else 0.0}
+
+
+def _cpu_ticks() -> tuple[int, int]:
+    """(busy, total) jiffies of the whole machine so far, from /proc/stat (Linux)."""
+    with open("/proc/stat") as stat:
+        fields = [int(v) for v in stat.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def run_scaling(namesrv: str, cluster: Any, args: argparse.Namespace) -> None:
+    """Read rows/s with one worker and with two, rounds alternating; prints each round and the medians."""
+    run_id = uuid.uuid4().hex[:8]
+    topic, warm = f"bench-spark-sa-{run_id}", f"bench-spark-sa-warm-{run_id}"
+    for name in (topic, warm):
+        cluster.create_topic(name, args.queues)
+    trio.run(fill, namesrv, warm, WARMUP, args.size)
+    trio.run(fill, namesrv, topic, args.count, args.size)
+    print(f"backlog: {args.count:,} x {args.size} B in {topic} ({2 * args.queues} queues)")
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    with SparkStandalone(workers=2, worker_cores=1, worker_memory="1500m") as spark_cluster:
+        # Round 0 is untimed (broker JIT and page cache); then 1 2, 2 1, 1 2, ... so neither goes first.
+        for round_no in range(args.rounds + 1):
+            order = (1, 2) if round_no % 2 == 0 else (2, 1)
+            for workers in order:
+                child = [sys.executable, __file__, "scaling-child", spark_cluster.master_url, str(workers)]
+                child += [namesrv, warm, topic, str(args.count)]
+                done = subprocess.run(
+                    child, env=spark_cluster.env, capture_output=True, text=True, check=False
+                )
+                if done.returncode:
+                    raise SystemExit(f"scaling child failed:\n{done.stderr[-4000:]}")
+                report = json.loads(done.stdout.splitlines()[-1])
+                if report["executors"] != workers:
+                    raise SystemExit(f"expected {workers} executor(s), the driver saw {report['executors']}")
+                rate = args.count / report["seconds"]
+                if round_no:
+                    rates[workers].append(rate)
+                print(
+                    f"  round {round_no or 'warm-up'}: {workers} worker(s) {rate:>10,.0f} rows/s", flush=True
+                )
+    one, two = statistics.median(rates[1]), statistics.median(rates[2])
+    ratios = [b / a for a, b in zip(rates[1], rates[2], strict=True)]
+    print(
+        f"  Spark standalone, 1 worker (1 core, 1 executor JVM):  {one:>10,.0f} rows/s (median of {len(rates[1])})"
+    )
+    print(
+        f"  Spark standalone, 2 workers (2 executor JVMs):        {two:>10,.0f} rows/s (median of {len(rates[2])})"
+    )
+    print(
+        f"  scaling 2 workers / 1 worker: {two / one:.2f} (median rates), per round "
+        f"{', '.join(f'{r:.2f}' for r in ratios)} (goal >= 1.8)"
+    )
+
+
 def main() -> int:
     if sys.argv[1:2] == ["raw-child"]:
         topic, encoded = sys.argv[2], sys.argv[3]
@@ -319,19 +403,29 @@ def main() -> int:
     if sys.argv[1:2] == ["read-child"]:
         print(json.dumps(_timed(read_partitions, sys.argv[2])))
         return 0
+    if sys.argv[1:2] == ["scaling-child"]:
+        master, cores, namesrv, warm, topic, expected = sys.argv[2:8]
+        print(json.dumps(scaling_child(master, int(cores), namesrv, warm, topic, int(expected))))
+        return 0
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--count", type=int, default=1_000_000)
     parser.add_argument("--size", type=int, default=128)
     parser.add_argument("--queues", type=int, default=4, help="queues on each broker")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds of the three paths")
     parser.add_argument("--namesrv", default=os.environ.get("ROCKETMQ_NAMESRV"))
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="instead: a Spark standalone cluster (2 workers), read rows/s with 1 worker vs 2",
+    )
     args = parser.parse_args()
+    body = run_scaling if args.scaling else run
     if args.namesrv:
         os.environ["ROCKETMQ_NAMESRV"] = args.namesrv
-        run(args.namesrv, start_cluster(), args)
+        body(args.namesrv, start_cluster(), args)
     else:
         with start_cluster(brokers=2) as cluster:
-            run(cluster.namesrv_addr, cluster, args)
+            body(cluster.namesrv_addr, cluster, args)
     return 0
 
 

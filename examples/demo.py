@@ -178,6 +178,7 @@ async def produce_and_consume(namesrv: str, topic: str, queues: int) -> None:
 
 def read_with_spark(namesrv: str, topic: str) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers need this venv
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no traffic off loopback
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -186,6 +187,9 @@ def read_with_spark(namesrv: str, topic: str) -> None:
     print("\nStarting Spark (local[2]) ...", flush=True)
     spark = (
         SparkSession.builder.master("local[2]")
+        # Stay on loopback: the driver and its block manager bind to 127.0.0.1 (with SPARK_LOCAL_IP).
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .appName("rocketmq-demo")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

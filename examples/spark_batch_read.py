@@ -42,6 +42,7 @@ async def fill(namesrv: str, topic: str) -> None:
 
 def run_spark(namesrv: str, topic: str, copy_topic: str) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers need this venv
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no traffic off loopback
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -49,6 +50,9 @@ def run_spark(namesrv: str, topic: str, copy_topic: str) -> None:
 
     spark = (
         SparkSession.builder.master("local[2]")
+        # Stay on loopback: the driver and its block manager bind to 127.0.0.1 (with SPARK_LOCAL_IP).
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .appName("rocketmq-batch-read")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

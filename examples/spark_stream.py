@@ -67,6 +67,7 @@ def run_query(spark: object, namesrv: str, source: str, sink: str, checkpoint: s
 
 def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers need this venv
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # no traffic off loopback
     from pyspark.sql import SparkSession
 
     import spark_connector
@@ -82,6 +83,9 @@ def main() -> int:
 
         spark = (
             SparkSession.builder.master("local[2]")
+            # Stay on loopback: the driver and its block manager bind to 127.0.0.1 (with SPARK_LOCAL_IP).
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
             .appName("rocketmq-stream")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")

@@ -33,7 +33,7 @@ from rocketmq_py.protocol import (
     to_ext_fields,
 )
 from rocketmq_py.protocol._versions import release_ordinal
-from rocketmq_py.testing import Cluster, start_cluster
+from rocketmq_py.testing import Cluster, loopback_conf, start_cluster
 from rocketmq_py.testing._report_process import ReportingProcess
 
 if TYPE_CHECKING:
@@ -98,12 +98,11 @@ def spark() -> Iterator[SparkSession]:
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder.master("local[2]").appName("rocketmq-py-tests")
+    for key, value in loopback_conf().items():  # SPARK_LOCAL_IP and the driver on 127.0.0.1
+        builder = builder.config(key, value)
     session = (
-        SparkSession.builder.master("local[2]")
-        .appName("rocketmq-py-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
+        builder.config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
         .getOrCreate()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable
@@ -88,3 +89,27 @@ def test_paused_broker_times_out_and_answers_after_resume(cluster: Cluster) -> N
         cluster.resume_broker("broker-b")
     resumed = cluster.mqadmin("brokerStatus", "-b", address).check()
     assert "brokerVersionDesc" in resumed.output
+
+
+def test_cluster_runs_on_the_requested_backend_over_loopback(cluster: Cluster) -> None:
+    """``ROCKETMQ_BACKEND`` picks what runs the cluster, and every address clients get is loopback."""
+    wanted = os.environ.get("ROCKETMQ_BACKEND", "auto")
+    if wanted != "auto":
+        assert cluster.backend == wanted
+    assert cluster.namesrv_addr.startswith("127.0.0.1:")
+    assert all(broker.address.startswith("127.0.0.1:") for broker in cluster.brokers)
+    out = cluster.mqadmin("clusterList").check().output
+    listed = re.findall(r"\b(\d+\.\d+\.\d+\.\d+):\d+", out)
+    assert listed, out
+    assert set(listed) == {"127.0.0.1"}, out
+    if cluster.backend == "docker":
+        import docker
+
+        client = docker.from_env()
+        try:
+            containers = client.containers.list(filters={"label": "org.rocketmq-py.cluster"})
+            ours = [c for c in containers if c.image.tags and c.image.tags[0] == cluster.image]
+            assert len(ours) >= 1 + len(cluster.brokers)
+            assert {c.attrs["HostConfig"]["NetworkMode"] for c in ours} == {"host"}
+        finally:
+            client.close()

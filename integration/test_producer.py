@@ -53,7 +53,7 @@ async def test_messages_are_read_back_by_the_java_tools_and_a_raw_pull(
     assert "size=XL" in shown
     body_path = re.search(r"Message Body Path:\s+(\S+)", shown)
     assert body_path
-    assert await trio.Path(body_path.group(1)).read_bytes() == msg.body
+    assert cluster.read_tool_file(body_path.group(1)) == msg.body
 
     by_key = cluster.mqadmin("queryMsgByKey", "-t", topic, "-k", "order-1").check().output
     assert result.msg_id in by_key

@@ -8,6 +8,9 @@ with slaves (``start_cluster(acl=True, tls=True, slaves=["broker-b"])``), and
 same from a shell, and ``record`` puts a recording proxy between a client and a server.
 :class:`FakeBroker` is an in-process broker built from our codec, for deterministic tests of timing
 and faults (never a stand-in for the real broker in a compatibility claim).
+:class:`SparkStandalone` and :class:`SparkConnectServer` start a Spark standalone cluster and a
+Spark Connect server on 127.0.0.1 from pyspark's own distribution; :func:`build_image` builds the
+Docker backend's image where no image registry answers.
 """
 
 from rocketmq_py.testing._acl import Credentials
@@ -28,8 +31,10 @@ from rocketmq_py.testing._distribution import (
     resolve_server,
 )
 from rocketmq_py.testing._fake_broker import FakeBroker
+from rocketmq_py.testing._image import build_image
 from rocketmq_py.testing._local import LocalCluster
 from rocketmq_py.testing._processes import cleanup_stale
+from rocketmq_py.testing._spark import SparkConnectServer, SparkStandalone, loopback_conf
 from rocketmq_py.testing._start import choose_backend, start_cluster
 from rocketmq_py.testing._tools import ToolResult, run_java_bench, run_mqadmin
 
@@ -42,13 +47,17 @@ __all__ = [
     "Credentials",
     "FakeBroker",
     "LocalCluster",
+    "SparkConnectServer",
+    "SparkStandalone",
     "ToolResult",
     "bench_version_for",
+    "build_image",
     "cache_dir",
     "choose_backend",
     "cleanup_stale",
     "cluster_info",
     "cluster_members",
+    "loopback_conf",
     "resolve_bench",
     "resolve_server",
     "run_java_bench",

@@ -8,6 +8,8 @@ Commands::
     status                           what runs
     down                             stop every detached cluster (and any left by dead processes)
     fetch [--version V]              download the jars (server and benchmark tools) into the cache
+    build-image [--version V]...     build rocketmq-py/rocketmq:V for the docker backend where no image
+                                     registry answers (debootstrap, Debian's JRE, the Maven jars; root)
     mqadmin ARGS...                  the official admin tool against the running cluster
     java-bench TOOL ARGS...          the official benchmark producer|consumer|batch-producer|...
     record --listen H:P --target H:P --out DIR [--label L] [--seconds N]
@@ -126,6 +128,14 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_build_image(args: argparse.Namespace) -> int:
+    from rocketmq_py.testing._image import build_image
+
+    for version in args.version or [DEFAULT_VERSION]:
+        print(build_image(version, log=lambda line: print(line, flush=True)))
+    return 0
+
+
 def _print_tool(result: ToolResult) -> int:
     print(result.output)
     if result.timed_out:
@@ -197,6 +207,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     fetch = sub.add_parser("fetch", help="download the jars into the cache")
     fetch.add_argument("--version", default=os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION))
     fetch.set_defaults(func=_cmd_fetch)
+    image = sub.add_parser("build-image", help="build the docker backend's image without a registry")
+    image.add_argument("--version", action="append", help="RocketMQ release (repeatable; default 5.3.3)")
+    image.set_defaults(func=_cmd_build_image)
     admin = sub.add_parser("mqadmin", help="run mqadmin against the running cluster")
     admin.add_argument("args", nargs=argparse.REMAINDER)
     admin.set_defaults(func=_cmd_mqadmin)

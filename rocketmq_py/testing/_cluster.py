@@ -167,6 +167,10 @@ class Cluster(abc.ABC):
             home=home,
         )
 
+    def read_tool_file(self, path: str) -> bytes:
+        """A file an official tool run by :meth:`mqadmin` wrote (e.g. ``queryMsgById``'s body file)."""
+        return Path(path).read_bytes()
+
     def _tool_settings(self) -> tuple[list[str], Path | None]:
         """JVM flags and home directory for the Java tools (defaults: none, the shared tools home)."""
         return [], None

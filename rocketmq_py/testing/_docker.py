@@ -1,31 +1,48 @@
-"""The same cluster from the official ``apache/rocketmq`` image, through testcontainers.
+"""The same cluster in Docker containers, through testcontainers.
 
-Used where a Docker engine answers (``ROCKETMQ_BACKEND=docker``, or ``auto`` without Java). Every
-container joins one Docker network; the brokers reach the NameServer by its alias. Each broker
-listens on a port that is published to the same port number on the host and advertises
-``brokerIP1=127.0.0.1``, so the address the NameServer hands out works from the test process.
+Used where a Docker engine answers (``ROCKETMQ_BACKEND=docker``, or ``auto`` without Java). The
+image is ``rocketmq-py/rocketmq:<version>`` when it was built on this machine
+(:mod:`rocketmq_py.testing._image`, for engines without a registry), else the official
+``apache/rocketmq:<version>``, pulled as usual; both have the same layout and scripts.
+
+Every container uses the host's network (``network_mode=host``): the NameServer and each broker
+listen on free ports picked on the host, the brokers advertise ``brokerIP1=127.0.0.1`` and reach the
+NameServer at 127.0.0.1, so tests talk to the cluster over loopback only, with no traffic to a
+bridge network's private addresses and no port-publishing proxy in between. Each container's
+configuration is written by its own command before the JVM starts, so a restarted container boots
+with the same settings and its store (kept in the container's file system).
+
+``mqadmin`` runs inside the NameServer's container (the image carries the tool), so a machine with
+Docker and no Java can create topics.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
 import random
+import shlex
 import tarfile
 import time
+from collections.abc import Callable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._cluster import BrokerInfo, Cluster, broker_names
 from rocketmq_py.testing._distribution import DEFAULT_VERSION
+from rocketmq_py.testing._image import LOCAL_REPOSITORY, image_for
 from rocketmq_py.testing._local import broker_config, pick_port_block, render_properties
+from rocketmq_py.testing._processes import on_exit, pid_alive
+from rocketmq_py.testing._tools import ToolResult
 
 __all__ = ["DockerCluster", "docker_available"]
 
-_IMAGE = "apache/rocketmq"
-_HOME = "/home/rocketmq/rocketmq-{version}"
-_JAVA_OPT = "-Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m"
+_STORE = PurePosixPath("/home/rocketmq/store")
+_NAMESRV_JAVA_OPT = "-Xms128m -Xmx256m"
+_BROKER_JAVA_OPT = "-Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m"
+_LABEL = "org.rocketmq-py.cluster"
 
 
 def docker_available() -> bool:
@@ -42,33 +59,42 @@ def docker_available() -> bool:
         return False
 
 
-def _put_file(container: Any, path: str, text: str) -> None:
-    data = text.encode()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo(path.rsplit("/", 1)[1])
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    container.put_archive(path.rsplit("/", 1)[0], buf.getvalue())
+def _start_command(conf_path: str, conf: Mapping[str, str], script: str) -> str:
+    """A shell command that writes ``conf`` to ``conf_path`` and then runs ``sh <script> -c <conf>``."""
+    lines = render_properties(conf).splitlines()
+    write = "printf '%s\\n' " + " ".join(shlex.quote(line) for line in lines) + f" > {conf_path}"
+    return f"sh -c {shlex.quote(f'{write} && exec sh {script} -c {conf_path}')}"
 
 
 class DockerCluster(Cluster):
-    """A NameServer and ``brokers`` brokers in ``apache/rocketmq:<version>`` containers."""
+    """A NameServer and ``brokers`` brokers, one container each, on the host's network."""
 
     backend = "docker"
 
     def __init__(
-        self, brokers: int = 1, *, version: str = DEFAULT_VERSION, boot_timeout: float = 180.0
+        self,
+        brokers: int = 1,
+        *,
+        version: str = DEFAULT_VERSION,
+        boot_timeout: float = 180.0,
+        image: str | None = None,
     ) -> None:
         super().__init__(version)
         self._names = broker_names(brokers)
         self._boot_timeout = boot_timeout
-        self._network: Any = None
+        self._image = image
         self._namesrv: Any = None
         self._brokers: dict[str, Any] = {}
         self._ports: dict[str, int] = {}
         self._namesrv_port = 0
         self._stopped = False
+        self._cluster_id = f"{os.getpid()}-{random.randrange(1 << 32):08x}"
+        self._cancel_exit: Callable[[], None] = lambda: None
+
+    @property
+    def image(self) -> str:
+        """The image the containers run (known once the cluster started)."""
+        return self._image or ""
 
     @property
     def namesrv_addr(self) -> str:
@@ -78,51 +104,57 @@ class DockerCluster(Cluster):
     def brokers(self) -> list[BrokerInfo]:
         return [BrokerInfo(n, f"127.0.0.1:{self._ports[n]}") for n in self._names]
 
+    def _container(self, command: str, java_opt: str) -> Any:
+        from testcontainers.core.container import DockerContainer
+
+        return (
+            DockerContainer(self.image)
+            .with_command(command)
+            .with_env("JAVA_OPT_EXT", java_opt)
+            .with_kwargs(network_mode="host", labels={_LABEL: self._cluster_id})
+        )
+
     def start(self) -> DockerCluster:
         try:
-            from testcontainers.core.container import DockerContainer
-            from testcontainers.core.network import Network
+            import docker
+            from testcontainers.core.config import testcontainers_config
         except ImportError as exc:  # pragma: no cover - dev extra missing
             raise ClusterError(
                 "the docker backend needs testcontainers (pip install rocketmq-py[dev])"
             ) from exc
-        image = f"{_IMAGE}:{self.version}"
-        home = _HOME.format(version=self.version)
+        client = docker.from_env()
+        try:
+            if self._image is None:
+                self._image = image_for(self.version, client)
+            if self._image.startswith(LOCAL_REPOSITORY + ":") and not _present(
+                client, testcontainers_config.ryuk_image
+            ):
+                # A locally built image means no registry: the reaper image could not be pulled
+                # either. The cluster removes its containers itself (stop(), and at exit).
+                testcontainers_config.ryuk_disabled = True
+            _remove_orphans(client)
+        finally:
+            client.close()
+        self._cancel_exit = on_exit(self.stop)
         taken: set[int] = set()
         self._namesrv_port = pick_port_block([0], taken, random.Random())
         for name in self._names:
             self._ports[name] = pick_port_block([-2, 0, 1], taken)
         try:
-            self._network = Network().create()
-            self._namesrv = (
-                DockerContainer(image)
-                .with_command("sh mqnamesrv")
-                .with_env("JAVA_OPT_EXT", "-Xms128m -Xmx256m")
-                .with_bind_ports(9876, self._namesrv_port)
-                .with_network(self._network)
-                .with_network_aliases("namesrv")
+            command = _start_command(
+                "/tmp/namesrv.conf", {"listenPort": str(self._namesrv_port)}, "mqnamesrv"
             )
+            self._namesrv = self._container(command, _NAMESRV_JAVA_OPT)
             self._namesrv.start()
             self._wait_log(self._namesrv, "The Name Server boot success")
             for name in self._names:
-                port = self._ports[name]
-                conf = broker_config(name, namesrv="namesrv:9876", port=port, store=_store_path(home, name))
-                container = (
-                    DockerContainer(image)
-                    .with_command(
-                        f"sh -c 'while [ ! -f {home}/conf/{name}.conf ]; do sleep 0.2; done; "
-                        f"exec sh mqbroker -c {home}/conf/{name}.conf'"
-                    )
-                    .with_env("JAVA_OPT_EXT", _JAVA_OPT)
-                    .with_env("NAMESRV_ADDR", "namesrv:9876")
-                    .with_bind_ports(port, port)
-                    .with_bind_ports(port - 2, port - 2)
-                    .with_network(self._network)
+                conf = broker_config(
+                    name, namesrv=self.namesrv_addr, port=self._ports[name], store=_STORE / name
+                )
+                container = self._container(
+                    _start_command(f"/tmp/{name}.conf", conf, "mqbroker"), _BROKER_JAVA_OPT
                 )
                 container.start()
-                _put_file(
-                    container.get_wrapped_container(), f"{home}/conf/{name}.conf", render_properties(conf)
-                )
                 self._brokers[name] = container
             for container in self._brokers.values():
                 self._wait_log(container, "boot success")
@@ -134,13 +166,20 @@ class DockerCluster(Cluster):
 
     def _wait_log(self, container: Any, needle: str) -> None:
         deadline = time.monotonic() + self._boot_timeout
+        text = ""
         while time.monotonic() < deadline:
             out, err = container.get_logs()
-            if needle in (out + err).decode(errors="replace"):
+            text = (out + err).decode(errors="replace")
+            if needle in text:
                 return
+            wrapped = container.get_wrapped_container()
+            wrapped.reload()
+            if wrapped.status == "exited":
+                break
             time.sleep(0.5)
+        tail = "\n".join(text.splitlines()[-30:])
         raise ClusterError(
-            f"container {container.image} did not log {needle!r} in {self._boot_timeout:.0f} s"
+            f"container of {self.image} did not log {needle!r} in {self._boot_timeout:.0f} s:\n{tail}"
         )
 
     def _wrapped(self, name: str) -> Any:
@@ -173,18 +212,54 @@ class DockerCluster(Cluster):
         self._namesrv.get_wrapped_container().start()
         self.wait_until_registered(timeout=90.0)
 
+    def mqadmin(self, *args: str, timeout: float | None = 120.0) -> ToolResult:
+        """Run mqadmin inside the NameServer's container, against this cluster."""
+        argv = ["sh", "mqadmin", *args]
+        if "-n" not in args:
+            argv += ["-n", self.namesrv_addr]
+        if timeout is not None:
+            argv = ["timeout", "-s", "KILL", str(max(1, round(timeout))), *argv]
+        wrapped = self._namesrv.get_wrapped_container()
+        code, output = wrapped.exec_run(argv, environment={"JAVA_OPT_EXT": "-Xmx256m"})
+        text = output.decode(errors="replace")
+        clean = "\n".join(ln for ln in text.splitlines() if "|-INFO in " not in ln and "|-WARN in " not in ln)
+        return ToolResult(tuple(argv), code, clean, timeout is not None and code in (124, 137))
+
+    def read_tool_file(self, path: str) -> bytes:
+        """A file :meth:`mqadmin` wrote, read from the NameServer's container (where the tool ran)."""
+        stream, _ = self._namesrv.get_wrapped_container().get_archive(path)
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            handle = tar.extractfile(member) if member is not None else None
+            if handle is None:
+                raise ClusterError(f"{path} is not a file in the NameServer's container")
+            return handle.read()
+
     def stop(self) -> None:
         if self._stopped:
             return
         self._stopped = True
+        self._cancel_exit()
         for container in [*self._brokers.values(), self._namesrv]:
             if container is not None:
                 with contextlib.suppress(Exception):
                     container.stop()
-        if self._network is not None:
+
+
+def _remove_orphans(client: Any) -> None:
+    """Remove the containers of clusters whose owning process is gone (killed before its stop())."""
+    for container in client.containers.list(all=True, filters={"label": _LABEL}):
+        owner = str(container.labels.get(_LABEL, "")).split("-", 1)[0]
+        if owner.isdigit() and not pid_alive(int(owner)):
             with contextlib.suppress(Exception):
-                self._network.remove()
+                container.remove(force=True, v=True)
 
 
-def _store_path(home: str, name: str) -> PurePosixPath:
-    return PurePosixPath(home) / "store" / name
+def _present(client: Any, image: str) -> bool:
+    import docker
+
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        return False
+    return True

@@ -1,0 +1,265 @@
+"""A local image laid out like ``apache/rocketmq:<version>``, built where no image registry answers.
+
+The Docker backend runs ``apache/rocketmq:<version>`` unchanged wherever that image can be pulled.
+On machines with a Docker engine but no registry (air-gapped CI, these build machines) it runs
+``rocketmq-py/rocketmq:<version>`` instead, built here from what such machines can reach:
+
+1. ``rocketmq-py/debian-jre:bookworm``: a Debian bookworm root filesystem made by ``debootstrap``
+   (``minbase`` plus ``openjdk-17-jre-headless``) with the user ``rocketmq`` (uid and gid 3000, as
+   upstream), imported with the engine's import API.
+2. ``rocketmq-py/rocketmq:<version>``: that base plus the RocketMQ server jars (NameServer, broker
+   and mqadmin, resolved from Maven Central as the jar backend does) in
+   ``/home/rocketmq/rocketmq-<version>/lib`` and the scripts ``bin/mqnamesrv``, ``bin/mqbroker`` and
+   ``bin/mqadmin``. The layout is the upstream image's: ``ROCKETMQ_HOME`` there, working directory
+   ``bin``, user ``rocketmq``; the scripts take the same arguments and add ``JAVA_OPT_EXT`` to the
+   JVM's options, so ``sh mqnamesrv`` and ``sh mqbroker -c FILE`` work in both images.
+
+Each image carries a label with a hash of its recipe; a present image with the same hash is reused
+(building is once per machine: about a minute for the base, seconds per version).
+``python -m rocketmq_py.testing build-image --version V`` builds from a shell.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final
+
+from rocketmq_py.errors import ClusterError
+from rocketmq_py.testing._distribution import DEFAULT_VERSION, resolve_server
+
+__all__ = [
+    "BASE_IMAGE",
+    "LOCAL_REPOSITORY",
+    "UPSTREAM_REPOSITORY",
+    "build_image",
+    "image_for",
+    "local_image",
+]
+
+#: The official image, used wherever it is present or can be pulled.
+UPSTREAM_REPOSITORY: Final = "apache/rocketmq"
+#: The image this module builds, preferred when present (it exists only where someone built it).
+LOCAL_REPOSITORY: Final = "rocketmq-py/rocketmq"
+BASE_IMAGE: Final = "rocketmq-py/debian-jre:bookworm"
+_LABEL: Final = "org.rocketmq-py.recipe"
+_SUITE: Final = "bookworm"
+_MIRROR: Final = os.environ.get("ROCKETMQ_PY_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+_PACKAGES: Final = "openjdk-17-jre-headless"
+_UID: Final = 3000
+
+# The JVM flags the jar backend uses (Java 17 needs the opens for RocketMQ's direct buffers).
+_JAVA_FLAGS: Final = (
+    "-XX:+UseG1GC "
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED --add-opens=java.base/java.nio=ALL-UNNAMED "
+    "--add-opens=java.base/java.util=ALL-UNNAMED --add-opens=java.base/java.lang=ALL-UNNAMED "
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED"
+)
+
+_SCRIPT: Final = """#!/bin/sh
+# {what} of this image, started as the apache/rocketmq image's bin/{name} is: the same arguments,
+# JAVA_OPT_EXT added to the JVM options (JAVA_OPT replaces the default heap).
+home=$(cd "$(dirname "$0")/.." && pwd)
+export ROCKETMQ_HOME="${{ROCKETMQ_HOME:-$home}}"
+exec java ${{JAVA_OPT:-{heap}}} {flags} $JAVA_OPT_EXT -Drocketmq.home.dir="$ROCKETMQ_HOME" \\
+  -cp "$ROCKETMQ_HOME/lib/*" {main} "$@"
+"""
+
+_MAINS: Final = {
+    "mqnamesrv": ("The NameServer", "-Xms256m -Xmx512m", "org.apache.rocketmq.namesrv.NamesrvStartup"),
+    "mqbroker": (
+        "A broker",
+        "-Xms512m -Xmx1g -XX:MaxDirectMemorySize=1g",
+        "org.apache.rocketmq.broker.BrokerStartup",
+    ),
+    "mqadmin": ("The admin tool", "-Xms64m -Xmx256m", "org.apache.rocketmq.tools.command.MQAdminStartup"),
+}
+
+_DOCKERFILE: Final = f"""FROM {BASE_IMAGE}
+ENV ROCKETMQ_VERSION={{version}} ROCKETMQ_HOME=/home/rocketmq/rocketmq-{{version}} LANG=C.UTF-8
+COPY --chown={_UID}:{_UID} rocketmq-{{version}} /home/rocketmq/rocketmq-{{version}}
+USER rocketmq
+WORKDIR /home/rocketmq/rocketmq-{{version}}/bin
+EXPOSE 9876 10909 10911 10912
+LABEL {_LABEL}={{recipe}}
+"""
+
+
+def _client() -> Any:
+    try:
+        import docker  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:  # pragma: no cover - dev extra missing
+        raise ClusterError(
+            "building the image needs the docker package (pip install rocketmq-py[dev])"
+        ) from exc
+    try:
+        client = docker.from_env(timeout=600)
+        client.ping()
+    except Exception as exc:
+        raise ClusterError(f"no Docker engine answers: {exc}") from exc
+    return client
+
+
+def _recipe_hash(*parts: str) -> str:
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _labelled(client: Any, tag: str) -> str | None:
+    """The recipe label of image ``tag``, ``""`` for an unlabelled one, ``None`` when absent."""
+    import docker
+
+    try:
+        image = client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    labels = (image.attrs.get("Config") or {}).get("Labels") or {}
+    return str(labels.get(_LABEL, ""))
+
+
+def local_image(version: str = DEFAULT_VERSION) -> str:
+    """The tag of the image this module builds for ``version``."""
+    return f"{LOCAL_REPOSITORY}:{version}"
+
+
+def image_for(version: str, client: Any) -> str:
+    """The image the Docker backend runs for ``version``: ours when it was built, else upstream's."""
+    local = local_image(version)
+    return local if _labelled(client, local) is not None else f"{UPSTREAM_REPOSITORY}:{version}"
+
+
+def _base_recipe() -> str:
+    return _recipe_hash(_SUITE, _MIRROR.rstrip("/").rsplit("/", 1)[-1], _PACKAGES, str(_UID))
+
+
+def _run(argv: list[str], what: str) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr)[-3000:]
+        raise ClusterError(f"{what} failed ({' '.join(argv[:3])} ... exited {done.returncode}):\n{tail}")
+
+
+def _build_base(client: Any, log: Callable[[str], None]) -> None:
+    recipe = _base_recipe()
+    if _labelled(client, BASE_IMAGE) == recipe:
+        return
+    if shutil.which("debootstrap") is None:
+        raise ClusterError("building the base image needs debootstrap (apt-get install debootstrap)")
+    if os.geteuid() != 0:
+        raise ClusterError("debootstrap needs root: run `python -m rocketmq_py.testing build-image` as root")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rocketmq-py-rootfs-") as tmp:
+        root = Path(tmp) / "rootfs"
+        log(f"debootstrap {_SUITE} with {_PACKAGES} from {_MIRROR}")
+        _run(
+            ["debootstrap", "--variant=minbase", f"--include={_PACKAGES}", _SUITE, str(root), _MIRROR],
+            "debootstrap",
+        )
+        _run(["chroot", str(root), "groupadd", "-g", str(_UID), "rocketmq"], "groupadd")
+        _run(
+            [
+                "chroot",
+                str(root),
+                "useradd",
+                "-u",
+                str(_UID),
+                "-g",
+                str(_UID),
+                "-m",
+                "-s",
+                "/bin/bash",
+                "rocketmq",
+            ],
+            "useradd",
+        )
+        for leftover in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for entry in (root / leftover).glob("*"):
+                if entry.is_file():
+                    entry.unlink()
+        archive = Path(tmp) / "rootfs.tar"
+        with tarfile.open(archive, "w") as tar:
+            tar.add(root, arcname=".")
+        log(f"importing {BASE_IMAGE} ({archive.stat().st_size // 2**20} MiB)")
+        repository, tag = BASE_IMAGE.split(":")
+        client.api.import_image_from_file(
+            str(archive),
+            repository=repository,
+            tag=tag,
+            changes=[f"LABEL {_LABEL}={recipe}", 'CMD ["/bin/bash"]'],
+        )
+    log(f"{BASE_IMAGE} built in {time.monotonic() - started:.0f} s")
+
+
+def _context(version: str, jars: list[Path], recipe: str) -> bytes:
+    """The build context: the Dockerfile and rocketmq-<version>/{lib,bin,conf,store} as a tar."""
+    buf = io.BytesIO()
+    top = f"rocketmq-{version}"
+
+    def add_text(name: str, text: str, mode: int = 0o644) -> None:
+        data = text.encode()
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = mode
+        tar.addfile(info, io.BytesIO(data))
+
+    def add_dir(name: str) -> None:
+        info = tarfile.TarInfo(name)
+        info.type = tarfile.DIRTYPE
+        info.mode = 0o755
+        tar.addfile(info)
+
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        add_text("Dockerfile", _DOCKERFILE.format(version=version, recipe=recipe))
+        for folder in ("", "/bin", "/lib", "/conf", "/store", "/logs"):
+            add_dir(top + folder)
+        for name, (what, heap, main) in _MAINS.items():
+            script = _SCRIPT.format(what=what, name=name, heap=heap, flags=_JAVA_FLAGS, main=main)
+            add_text(f"{top}/bin/{name}", script, 0o755)
+        for jar in jars:
+            tar.add(jar, arcname=f"{top}/lib/{jar.name}")
+    return buf.getvalue()
+
+
+def build_image(version: str = DEFAULT_VERSION, *, log: Callable[[str], None] | None = None) -> str:
+    """Build (or reuse) ``rocketmq-py/rocketmq:<version>`` and return its tag.
+
+    Needs a Docker engine, Maven (the jars) and, for the base image on first use, root and
+    ``debootstrap`` with a reachable Debian mirror (``ROCKETMQ_PY_DEBIAN_MIRROR`` overrides it).
+
+    Raises:
+        ClusterError: no engine answers, or a step failed (with its output).
+    """
+    say = log or (lambda _: None)
+    client = _client()
+    try:
+        _build_base(client, say)
+        jars = sorted(resolve_server(version).lib.glob("*.jar"))
+        scripts = "".join(
+            _SCRIPT.format(what=w, name=n, heap=h, flags=_JAVA_FLAGS, main=m)
+            for n, (w, h, m) in _MAINS.items()
+        )
+        recipe = _recipe_hash(_base_recipe(), version, scripts, _DOCKERFILE, *(j.name for j in jars))
+        tag = local_image(version)
+        if _labelled(client, tag) == recipe:
+            say(f"{tag} is up to date")
+            return tag
+        started = time.monotonic()
+        context = _context(version, jars, recipe)
+        say(f"building {tag} ({len(jars)} jars, {len(context) // 2**20} MiB context)")
+        try:
+            client.images.build(
+                fileobj=io.BytesIO(context), custom_context=True, tag=tag, rm=True, pull=False
+            )
+        except Exception as exc:
+            raise ClusterError(f"building {tag} failed: {exc}") from exc
+        say(f"{tag} built in {time.monotonic() - started:.0f} s")
+        return tag
+    finally:
+        client.close()

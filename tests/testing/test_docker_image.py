@@ -1,0 +1,83 @@
+"""The docker backend's pure parts: the image's start scripts and build context, the containers'
+start commands (no Docker engine needed)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from rocketmq_py.testing._docker import _start_command
+from rocketmq_py.testing._image import _DOCKERFILE, _context, local_image
+
+FAKE_JAVA = """#!/bin/sh
+printf '%s\\n' "$@" > "$ARGS_OUT"
+"""
+
+
+@pytest.fixture
+def image_tree(tmp_path: Path) -> Path:
+    """The build context of a 5.3.3 image unpacked into ``tmp_path/ctx`` (two fake jars)."""
+    jars = []
+    for name in ("rocketmq-broker-5.3.3.jar", "rocketmq-namesrv-5.3.3.jar"):
+        jar = tmp_path / name
+        jar.write_bytes(b"PK")
+        jars.append(jar)
+    data = _context("5.3.3", jars, "abc123")
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(tmp_path / "ctx", filter="data")
+    return tmp_path / "ctx"
+
+
+def test_context_has_the_upstream_layout(image_tree: Path) -> None:
+    home = image_tree / "rocketmq-5.3.3"
+    assert sorted(p.name for p in (home / "lib").iterdir()) == [
+        "rocketmq-broker-5.3.3.jar",
+        "rocketmq-namesrv-5.3.3.jar",
+    ]
+    for script in ("mqnamesrv", "mqbroker", "mqadmin"):
+        assert os.access(home / "bin" / script, os.X_OK)
+    dockerfile = (image_tree / "Dockerfile").read_text()
+    assert "WORKDIR /home/rocketmq/rocketmq-5.3.3/bin" in dockerfile
+    assert "USER rocketmq" in dockerfile
+    assert "org.rocketmq-py.recipe=abc123" in dockerfile
+    assert _DOCKERFILE.startswith("FROM rocketmq-py/debian-jre:bookworm")
+    assert local_image("4.9.7") == "rocketmq-py/rocketmq:4.9.7"
+
+
+def test_scripts_pass_arguments_and_java_opt_ext(image_tree: Path, tmp_path: Path) -> None:
+    fake_bin = tmp_path / "fakebin"
+    fake_bin.mkdir()
+    (fake_bin / "java").write_text(FAKE_JAVA)
+    (fake_bin / "java").chmod(0o755)
+    out = tmp_path / "args"
+    env = {"PATH": f"{fake_bin}:/usr/bin:/bin", "ARGS_OUT": str(out), "JAVA_OPT_EXT": "-Xmx123m -Dx=1"}
+    home = image_tree / "rocketmq-5.3.3"
+    subprocess.run(["sh", "mqbroker", "-c", "/conf/b.conf"], cwd=home / "bin", env=env, check=True)
+    args = out.read_text().splitlines()
+    assert args[-3:] == ["org.apache.rocketmq.broker.BrokerStartup", "-c", "/conf/b.conf"]
+    assert "-Xmx123m" in args
+    assert "-Dx=1" in args
+    assert f"-Drocketmq.home.dir={home}" in args
+    assert args[args.index("-cp") + 1] == f"{home}/lib/*"
+    env["JAVA_OPT"] = "-Xmx64m"
+    subprocess.run(["sh", "mqnamesrv"], cwd=home / "bin", env=env, check=True)
+    args = out.read_text().splitlines()
+    assert args[-1] == "org.apache.rocketmq.namesrv.NamesrvStartup"
+    assert "-Xmx64m" in args  # JAVA_OPT replaces the default heap
+    assert "-Xmx512m" not in args
+
+
+def test_start_command_writes_the_properties_then_runs_the_script(tmp_path: Path) -> None:
+    (tmp_path / "mqbroker").write_text('cat "$2" > seen.conf\necho "args: $*"\n')
+    conf_path = tmp_path / "broker-a.conf"
+    conf = {"brokerName": "broker-a", "namesrvAddr": "127.0.0.1:9876", "weird": "a b 'c' $HOME \\n"}
+    command = _start_command(str(conf_path), conf, "mqbroker")
+    assert command.startswith("sh -c ")
+    done = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == f"args: -c {conf_path}"
+    assert (tmp_path / "seen.conf").read_text() == "".join(f"{k}={v}\n" for k, v in conf.items())

@@ -378,7 +378,9 @@ def run_scaling(namesrv: str, cluster: Any, args: argparse.Namespace) -> None:
                 if round_no:
                     rates[workers].append(rate)
                 print(
-                    f"  round {round_no or 'warm-up'}: {workers} worker(s) {rate:>10,.0f} rows/s", flush=True
+                    f"  round {round_no or 'warm-up'}: {workers} worker(s) {rate:>10,.0f} rows/s, "
+                    f"machine CPU busy {report['busy']:.0%} of {os.cpu_count()} cores during the read",
+                    flush=True,
                 )
     one, two = statistics.median(rates[1]), statistics.median(rates[2])
     ratios = [b / a for a, b in zip(rates[1], rates[2], strict=True)]

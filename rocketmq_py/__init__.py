@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from rocketmq_py.producer._fault import FaultConfig
     from rocketmq_py.producer._producer import Producer
     from rocketmq_py.producer._selectors import select_by_hash, select_by_random, select_by_sharding_key
+    from rocketmq_py.producer._send_many import SendCounts, send_many
     from rocketmq_py.producer._transaction import TransactionProducer, TransactionSendResult
     from rocketmq_py.producer._types import LocalTransactionState, SendResult, SendStatus
     from rocketmq_py.protocol import ConsumeFromWhere, Message, MessageExt, MessageModel, MessageQueue
@@ -60,6 +61,8 @@ _LAZY = {
     "select_by_hash": "rocketmq_py.producer._selectors",
     "select_by_random": "rocketmq_py.producer._selectors",
     "select_by_sharding_key": "rocketmq_py.producer._selectors",
+    "SendCounts": "rocketmq_py.producer._send_many",
+    "send_many": "rocketmq_py.producer._send_many",
     "Message": "rocketmq_py.protocol",
     "MessageExt": "rocketmq_py.protocol",
     "MessageQueue": "rocketmq_py.protocol",
@@ -102,6 +105,7 @@ __all__ = [
     "RequestTimeout",
     "RocketMQError",
     "RouteNotFound",
+    "SendCounts",
     "SendResult",
     "SendStatus",
     "StateError",
@@ -113,4 +117,5 @@ __all__ = [
     "select_by_hash",
     "select_by_random",
     "select_by_sharding_key",
+    "send_many",
 ]

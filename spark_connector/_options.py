@@ -22,13 +22,21 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
 from rocketmq_py.consumer._allocate import get_strategy
-from rocketmq_py.errors import ClientError, InvalidGroup, InvalidTopic
-from rocketmq_py.producer._validation import validate_group
+from rocketmq_py.errors import ClientError, InvalidGroup, InvalidMessage, InvalidTopic
+from rocketmq_py.producer._producer import DEFAULT_SEND_TIMEOUT
+from rocketmq_py.producer._send_many import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT
+from rocketmq_py.producer._validation import (
+    MAX_MESSAGE_SIZE,
+    validate_group,
+    validate_producer_group,
+    validate_topic,
+)
 from rocketmq_py.protocol._bodies import build_subscription_data
 from spark_connector._errors import SparkOptionError
 
 __all__ = [
     "DEFAULT_ALLOCATE_STRATEGY",
+    "DEFAULT_PRODUCER_GROUP",
     "DEFAULT_PULL_BATCH_SIZE",
     "DEFAULT_PULL_TIMEOUT_MS",
     "EARLIEST",
@@ -36,11 +44,13 @@ __all__ = [
     "MAX_PULL_BATCH_SIZE",
     "OffsetSpec",
     "ReadOptions",
+    "SinkOptions",
     "SparkOptionError",
     "SpecificOffsets",
     "parse_credentials",
     "parse_offset_spec",
     "parse_read_options",
+    "parse_sink_options",
 ]
 
 #: Offset value in a JSON offset specification meaning "the queue's minimum" (Kafka: -2).
@@ -367,4 +377,64 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         access_key=access_key,
         secret_key=secret_key,
         extra=extra,
+    )
+
+
+# --- the sink's options ----------------------------------------------------------------------------
+# One rule with the reader's: a blank value is no value (the default applies).
+
+#: Producer group of the sink's producers when option ``producerGroup`` is not given.
+DEFAULT_PRODUCER_GROUP: Final = "spark-rocketmq-writer"
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    """The sink's options, parsed (see :mod:`spark_connector._sink`)."""
+
+    namesrv: str
+    topic: str | None = None
+    producer_group: str = DEFAULT_PRODUCER_GROUP
+    deterministic_keys: bool = False
+    write_id: str | None = None
+    send_timeout: float = DEFAULT_SEND_TIMEOUT
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    batch_size: int = DEFAULT_BATCH_SIZE
+    max_message_size: int = MAX_MESSAGE_SIZE
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    """Parse the writer options (keys case-insensitive, values strings; blank values are unset).
+
+    Raises:
+        SparkOptionError: ``namesrv`` is missing, or an option has a bad value (the error names it).
+    """
+    lowered = {key.lower(): value for key, value in options.items()}
+    namesrv = ";".join(_namesrv(lowered))
+    topic = _get(lowered, "topic")
+    if topic is not None:
+        try:
+            validate_topic(topic)
+        except InvalidMessage as exc:
+            raise SparkOptionError("topic", str(exc)) from None
+    group = _get(lowered, "producerGroup") or DEFAULT_PRODUCER_GROUP
+    try:
+        validate_producer_group(group)
+    except ClientError as exc:
+        raise SparkOptionError("producerGroup", str(exc)) from None
+    access_key, secret_key = parse_credentials(lowered)
+    timeout_ms = _int(lowered, "sendTimeoutMs", minimum=1)
+    return SinkOptions(
+        namesrv=namesrv,
+        topic=topic,
+        producer_group=group,
+        deterministic_keys=_bool(lowered, "deterministicKeys", False),
+        write_id=_get(lowered, "writeId"),
+        send_timeout=DEFAULT_SEND_TIMEOUT if timeout_ms is None else timeout_ms / 1000,
+        max_in_flight=_int(lowered, "maxInFlight", minimum=1) or DEFAULT_MAX_IN_FLIGHT,
+        batch_size=_int(lowered, "batchSize", minimum=1) or DEFAULT_BATCH_SIZE,
+        max_message_size=_int(lowered, "maxMessageSize", minimum=1) or MAX_MESSAGE_SIZE,
+        access_key=access_key,
+        secret_key=secret_key,
     )

@@ -47,7 +47,7 @@ import itertools
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 import trio
@@ -65,13 +65,12 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from rocketmq_py.errors import ClientError, InvalidMessage, RocketMQError, first_of_ours
-from rocketmq_py.producer._producer import DEFAULT_SEND_TIMEOUT, Producer
-from rocketmq_py.producer._selectors import select_by_sharding_key
-from rocketmq_py.producer._validation import MAX_MESSAGE_SIZE, validate_producer_group, validate_topic
-from rocketmq_py.protocol import Message, MessageQueue, PropertyKey
-from spark_connector._errors import SparkOptionError
-from spark_connector._options import parse_credentials
+from rocketmq_py.errors import ClientError, InvalidMessage
+from rocketmq_py.producer._batcher import Chunk
+from rocketmq_py.producer._producer import Producer
+from rocketmq_py.producer._send_many import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT, SendCounts, send_many
+from rocketmq_py.protocol import Message, PropertyKey
+from spark_connector._options import SinkOptions, parse_sink_options
 
 __all__ = [
     "RocketMQCommitMessage",
@@ -90,101 +89,8 @@ __all__ = [
 
 log = logging.getLogger("spark_connector.sink")
 
-#: Producer group of the sink's producers when option ``producerGroup`` is not given.
-DEFAULT_PRODUCER_GROUP: Final = "spark-rocketmq-writer"
-#: Send requests one task keeps in flight (Java has no equivalent: its sync sends are one at a time).
-DEFAULT_MAX_IN_FLIGHT: Final = 16
-#: Messages per batch send (Java's batches are unbounded in count; 4 MiB in size).
-DEFAULT_BATCH_SIZE: Final = 64
-#: Estimated bytes per batch send, well under the broker's 4 MiB maximum message size.
-BATCH_BYTES: Final = 1024 * 1024
-_PER_MESSAGE_OVERHEAD: Final = 64  # a batch entry's fixed fields (Java MessageDecoder.encodeMessage)
-_LANE_BUFFER: Final = 2  # batches queued per ordered lane before the row loop waits
-
 _INT_TYPES: Final = (ByteType, ShortType, IntegerType, LongType)
 _NO_ROW: Final = object()
-
-
-# --- options ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SinkOptions:
-    """The sink's options, parsed (see the module docstring)."""
-
-    namesrv: str
-    topic: str | None = None
-    producer_group: str = DEFAULT_PRODUCER_GROUP
-    deterministic_keys: bool = False
-    write_id: str | None = None
-    send_timeout: float = DEFAULT_SEND_TIMEOUT
-    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
-    batch_size: int = DEFAULT_BATCH_SIZE
-    max_message_size: int = MAX_MESSAGE_SIZE
-    access_key: str | None = None
-    secret_key: str | None = field(default=None, repr=False)
-
-
-def _bool_option(options: Mapping[str, str], name: str, default: bool) -> bool:
-    text = options.get(name.lower())
-    if text is None:
-        return default
-    lowered = text.strip().lower()
-    if lowered not in ("true", "false"):
-        raise SparkOptionError(name, f"must be 'true' or 'false', not {text!r}")
-    return lowered == "true"
-
-
-def _int_option(options: Mapping[str, str], name: str, default: int, *, minimum: int = 1) -> int:
-    text = options.get(name.lower())
-    if text is None:
-        return default
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise SparkOptionError(name, f"must be an integer, not {text!r}") from None
-    if value < minimum:
-        raise SparkOptionError(name, f"must be at least {minimum}, not {value}")
-    return value
-
-
-def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
-    """Parse the writer options (keys case-insensitive, values strings).
-
-    Raises:
-        SparkOptionError: ``namesrv`` is missing, or an option has a bad value (the error names it).
-    """
-    lowered = {key.lower(): value for key, value in options.items()}
-    namesrv = (lowered.get("namesrv") or "").strip()
-    if not namesrv:
-        raise SparkOptionError("namesrv", "required by the rocketmq sink (e.g. '127.0.0.1:9876')")
-    topic = lowered.get("topic")
-    if topic is not None:
-        topic = topic.strip()
-        try:
-            validate_topic(topic)
-        except InvalidMessage as exc:
-            raise SparkOptionError("topic", str(exc)) from None
-    group = lowered.get("producergroup", DEFAULT_PRODUCER_GROUP).strip()
-    try:
-        validate_producer_group(group)
-    except ClientError as exc:
-        raise SparkOptionError("producerGroup", str(exc)) from None
-    write_id = lowered.get("writeid")
-    access_key, secret_key = parse_credentials(lowered)
-    return SinkOptions(
-        namesrv=namesrv,
-        topic=topic,
-        producer_group=group,
-        deterministic_keys=_bool_option(lowered, "deterministicKeys", False),
-        write_id=write_id.strip() if write_id and write_id.strip() else None,
-        send_timeout=_int_option(lowered, "sendTimeoutMs", round(DEFAULT_SEND_TIMEOUT * 1000)) / 1000,
-        max_in_flight=_int_option(lowered, "maxInFlight", DEFAULT_MAX_IN_FLIGHT),
-        batch_size=_int_option(lowered, "batchSize", DEFAULT_BATCH_SIZE),
-        max_message_size=_int_option(lowered, "maxMessageSize", MAX_MESSAGE_SIZE),
-        access_key=access_key,
-        secret_key=secret_key,
-    )
 
 
 # --- schema ----------------------------------------------------------------------------------------
@@ -332,126 +238,10 @@ def effective_batch_size(options: SinkOptions) -> int:
 # --- sending ---------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class SendCounts:
-    """What one task sent: messages, send requests, body bytes, messages per topic."""
-
-    messages: int = 0
-    requests: int = 0
-    body_bytes: int = 0
-    topics: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Chunk:
-    messages: list[Message] = field(default_factory=list)
-    first_row: int = 0
-    size: int = 0
-
-
-def _size(message: Message) -> int:
-    props = sum(len(k) + len(v) + 2 for k, v in message.properties.items())
-    return len(message.body) + len(message.topic) + props + _PER_MESSAGE_OVERHEAD
-
-
-class _Sender:
-    """One task's sends: batching, ordered lanes, the in-flight limit, the counts."""
-
-    def __init__(self, producer: Producer, nursery: trio.Nursery, batch_size: int, max_in_flight: int):
-        self.producer = producer
-        self.nursery = nursery
-        self.batch_size = batch_size
-        self.slots = trio.Semaphore(max_in_flight)
-        self.counts = SendCounts()
-        self.pending: dict[str, _Chunk] = {}
-        self.lanes: dict[MessageQueue, tuple[trio.MemorySendChannel[_Chunk], _Chunk]] = {}
-
-    async def add(self, message: Message, row: int) -> None:
-        if message.sharding_key is not None:
-            await self._add_ordered(message, row)
-            return
-        size = _size(message)
-        if self.batch_size == 1 or message.delay_level > 0 or size > BATCH_BYTES:
-            await self._spawn(_Chunk([message], row, size), None)
-            return
-        chunk = self.pending.get(message.topic)
-        if chunk is not None and chunk.size + size > BATCH_BYTES:
-            await self._spawn(self.pending.pop(message.topic), None)
-            chunk = None
-        if chunk is None:
-            chunk = self.pending[message.topic] = _Chunk(first_row=row)
-        chunk.messages.append(message)
-        chunk.size += size
-        if len(chunk.messages) >= self.batch_size:
-            await self._spawn(self.pending.pop(message.topic), None)
-
-    async def _add_ordered(self, message: Message, row: int) -> None:
-        info = await self.producer.instance.routes.publish_info(message.topic)
-        queue = select_by_sharding_key(info.queues, message, None)
-        lane = self.lanes.get(queue)
-        if lane is None:
-            send, receive = trio.open_memory_channel[_Chunk](_LANE_BUFFER)
-            self.nursery.start_soon(self._lane, queue, receive)
-            lane = self.lanes[queue] = (send, _Chunk())
-        channel, chunk = lane
-        size = _size(message)
-        alone = message.delay_level > 0 or size > BATCH_BYTES or self.batch_size == 1
-        if chunk.messages and (alone or chunk.size + size > BATCH_BYTES):
-            await channel.send(chunk)
-            chunk = _Chunk()
-        if alone:
-            await channel.send(_Chunk([message], row, size))
-        else:
-            if not chunk.messages:
-                chunk.first_row = row
-            chunk.messages.append(message)
-            chunk.size += size
-            if len(chunk.messages) >= self.batch_size:
-                await channel.send(chunk)
-                chunk = _Chunk()
-        self.lanes[queue] = (channel, chunk)
-
-    async def _lane(self, queue: MessageQueue, receive: trio.MemoryReceiveChannel[_Chunk]) -> None:
-        async with receive:
-            async for chunk in receive:
-                async with self.slots:
-                    await self._send(chunk, queue)
-
-    async def _spawn(self, chunk: _Chunk, queue: MessageQueue | None) -> None:
-        await self.slots.acquire()
-        self.nursery.start_soon(self._send_and_release, chunk, queue)
-
-    async def _send_and_release(self, chunk: _Chunk, queue: MessageQueue | None) -> None:
-        try:
-            await self._send(chunk, queue)
-        finally:
-            self.slots.release()
-
-    async def _send(self, chunk: _Chunk, queue: MessageQueue | None) -> None:
-        messages = chunk.messages
-        try:
-            if len(messages) == 1:
-                await self.producer.send(messages[0], queue=queue)
-            else:
-                await self.producer.send_batch(messages, queue=queue)
-        except RocketMQError as exc:
-            last = chunk.first_row + len(messages) - 1
-            rows = f"row {last}" if len(messages) == 1 else f"rows {chunk.first_row}..{last}"
-            exc.add_note(f"rocketmq sink: sending {rows} of this task to topic {messages[0].topic!r} failed")
-            raise
-        counts = self.counts
-        counts.requests += 1
-        counts.messages += len(messages)
-        counts.body_bytes += sum(len(m.body) for m in messages)
-        counts.topics[messages[0].topic] = counts.topics.get(messages[0].topic, 0) + len(messages)
-
-    async def finish(self) -> None:
-        for topic in list(self.pending):
-            await self._spawn(self.pending.pop(topic), None)
-        for channel, chunk in self.lanes.values():
-            if chunk.messages:
-                await channel.send(chunk)
-            await channel.aclose()
+def _describe(chunk: Chunk) -> str:
+    first, last = chunk.first_index, chunk.last_index
+    rows = f"row {last}" if len(chunk.messages) == 1 else f"rows {first}..{last}"
+    return f"rocketmq sink: sending {rows} of this task to topic {chunk.messages[0].topic!r} failed"
 
 
 async def send_messages(
@@ -461,24 +251,15 @@ async def send_messages(
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
 ) -> SendCounts:
-    """Send ``messages`` with a started producer; return once every send is acknowledged.
+    """Send one task's ``messages`` with a started producer (:func:`rocketmq_py.producer.send_many`).
 
     Raises:
         RocketMQError: the first send that failed (the others are cancelled), not wrapped in an
             exception group, with a note naming its rows.
     """
-    try:
-        async with trio.open_nursery() as nursery:
-            sender = _Sender(producer, nursery, batch_size, max_in_flight)
-            for row, message in enumerate(messages):
-                await sender.add(message, row)
-            await sender.finish()
-    except BaseExceptionGroup as group:
-        error = first_of_ours(group)
-        if isinstance(error, Exception):
-            raise error from None
-        raise
-    return sender.counts
+    return await send_many(
+        producer, messages, batch_size=batch_size, max_in_flight=max_in_flight, describe=_describe
+    )
 
 
 # --- the Spark writers -----------------------------------------------------------------------------

@@ -1,11 +1,80 @@
-"""Settings for every fast test."""
+"""Settings for every fast test, and the fake two-broker cluster of the bulk-send tests.
+
+``bulk_cluster`` routes topic ``SinkTopic`` (and ``OtherTopic``) to fake brokers ``broker-a`` and
+``broker-b`` with four queues each; ``bulk_cluster.producer()`` builds a producer pointed at its fake
+NameServer (no JVM).
+"""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
 from hypothesis import settings
+
+from rocketmq_py.producer._producer import Producer
+from rocketmq_py.protocol import (
+    BrokerData,
+    MessageExt,
+    QueueData,
+    RemotingCommand,
+    RequestCode,
+    TopicRouteData,
+)
+from rocketmq_py.testing._fake_broker import FakeBroker
 
 # No per-example deadline: hypothesis's default (200 ms) is a timed assertion, and `make test` runs
 # these tests while the session's brokers share the two cores; test_headers.py::test_round_trip
 # failed on it under that load. The examples' content is what is checked, not their speed.
 settings.register_profile("rocketmq-py", deadline=None)
 settings.load_profile("rocketmq-py")
+
+
+QUEUES = 4
+
+
+@dataclass
+class BulkCluster:
+    namesrv: FakeBroker
+    a: FakeBroker
+    b: FakeBroker
+    topics: tuple[str, ...] = ("SinkTopic", "OtherTopic")
+
+    def producer(self, **options: Any) -> Producer:
+        return Producer("bulk-test", namesrv=self.namesrv.address, **options)
+
+    def sends(self) -> list[RemotingCommand]:
+        """Every send request (single and batch) the two brokers received."""
+        codes = (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
+        return [cmd for fb in (self.a, self.b) for cmd in fb.requests() if cmd.code in codes]
+
+    def stored(self, topic: str) -> dict[tuple[str, int], list[MessageExt]]:
+        """(broker, queue id) -> what the queue holds, for every queue of ``topic``."""
+        return {(fb.broker_name, q): fb.messages(topic, q) for fb in (self.a, self.b) for q in range(QUEUES)}
+
+
+@pytest.fixture
+async def bulk_cluster() -> AsyncIterator[BulkCluster]:
+    async with (
+        FakeBroker(broker_name="namesrv") as namesrv,
+        FakeBroker(broker_name="broker-a") as a,
+        FakeBroker(broker_name="broker-b") as b,
+    ):
+        cluster = BulkCluster(namesrv, a, b)
+        route = TopicRouteData(
+            queue_datas=tuple(
+                QueueData(broker_name=fb.broker_name, read_queue_nums=QUEUES, write_queue_nums=QUEUES, perm=6)
+                for fb in (a, b)
+            ),
+            broker_datas=tuple(
+                BrokerData(cluster="DefaultCluster", broker_name=fb.broker_name, broker_addrs={0: fb.address})
+                for fb in (a, b)
+            ),
+        )
+        for topic in cluster.topics:
+            for fb in (a, b):
+                fb.add_topic(topic, queues=QUEUES)
+            namesrv.set_route(topic, route)
+        yield cluster

@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-import trio
-
 from rocketmq_py.cli._admin import open_admin, order_conf
 from rocketmq_py.cli._consume import run_consume
 from rocketmq_py.cli._format import format_send_result, group_report_lines, perm_letters, route_lines
@@ -24,8 +22,11 @@ from rocketmq_py.cli._parser import (
     SendCommand,
 )
 from rocketmq_py.cli._progress import Progress
-from rocketmq_py.errors import BrokerError, RocketMQError, TransportError, leaf_exceptions
+from rocketmq_py.errors import RocketMQError
+from rocketmq_py.producer._batcher import Chunk
 from rocketmq_py.producer._producer import Producer
+from rocketmq_py.producer._send_many import send_many
+from rocketmq_py.producer._types import SendResult
 from rocketmq_py.producer._validation import validate_message, validate_topic
 from rocketmq_py.protocol import Message
 
@@ -95,10 +96,11 @@ async def run_create_topic(command: CreateTopicCommand, out: TextIO) -> int:
 
 
 async def run_send(command: SendCommand, out: TextIO, err: TextIO) -> int:
-    """Send ``count`` messages with ``concurrency`` tasks; failures are counted, not fatal.
+    """Send ``count`` messages, ``concurrency`` requests in flight; failures are counted, not fatal.
 
     A broker or transport error fails one message and the run goes on (exit code 1 at the end);
-    an invalid message or a missing route stops the run at once.
+    an invalid message or a missing route stops the run at once. The sending loop is the
+    producer's bulk sender (:func:`rocketmq_py.producer.send_many`, one message per request).
     """
 
     def message() -> Message:
@@ -109,8 +111,19 @@ async def run_send(command: SendCommand, out: TextIO, err: TextIO) -> int:
     validate_message(message())  # fail before connecting (and before any progress line)
     show_each = command.count <= SHOW_EACH_MAX
     progress = Progress(command.count, err, enabled=not show_each and not command.quiet)
-    remaining = iter(range(command.count))
     last_error: BaseException | None = None
+
+    def sent(result: SendResult, chunk: Chunk) -> None:
+        progress.sent()
+        if show_each:
+            out.write(format_send_result(result) + "\n")
+
+    def failed(error: RocketMQError, chunk: Chunk) -> None:
+        nonlocal last_error
+        last_error = error
+        progress.failed()
+        if show_each:
+            err.write(f"#{chunk.first_index + 1} failed: {error}\n")
 
     producer = Producer(
         command.group,
@@ -118,30 +131,16 @@ async def run_send(command: SendCommand, out: TextIO, err: TextIO) -> int:
         send_timeout=command.common.timeout,
         request_timeout=command.common.timeout,
     )
-
-    async def worker() -> None:
-        nonlocal last_error
-        for number in remaining:  # shared by the workers: each message is sent once
-            try:
-                result = await producer.send(message())
-            except (BrokerError, TransportError) as exc:
-                last_error = exc
-                progress.failed()
-                if show_each:
-                    err.write(f"#{number + 1} failed: {exc}\n")
-                continue
-            progress.sent()
-            if show_each:
-                out.write(format_send_result(result) + "\n")
-
     async with producer:
         try:
-            async with trio.open_nursery() as nursery:
-                for _ in range(min(command.concurrency, command.count)):
-                    nursery.start_soon(worker)
-        except BaseExceptionGroup as group:
-            # A worker stopped the run (invalid message, no route): report that error itself.
-            raise _single_error(group) from None
+            await send_many(
+                producer,
+                (message() for _ in range(command.count)),
+                batch_size=1,
+                max_in_flight=command.concurrency,
+                on_sent=sent,
+                on_failure=failed,
+            )
         finally:
             progress.finish()
     out.write(
@@ -152,9 +151,3 @@ async def run_send(command: SendCommand, out: TextIO, err: TextIO) -> int:
         err.write(f"rocketmq-py: error: {progress.errors} send(s) failed; last error: {last_error}\n")
         return 1
     return 0
-
-
-def _single_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The first error of ``group`` when all are ours (workers failing alike), else the group."""
-    leaves = leaf_exceptions(group)
-    return leaves[0] if all(isinstance(leaf, RocketMQError) for leaf in leaves) else group

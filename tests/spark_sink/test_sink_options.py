@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from spark_connector._errors import SparkOptionError
-from spark_connector._sink import (
+from spark_connector._options import (
     DEFAULT_PRODUCER_GROUP,
     SinkOptions,
-    effective_batch_size,
+    parse_read_options,
     parse_sink_options,
 )
+from spark_connector._sink import effective_batch_size
 
 
 def test_defaults_mirror_the_java_producer() -> None:
@@ -51,20 +52,22 @@ def test_every_option_parsed_with_any_key_case() -> None:
 
 
 def test_namesrv_is_required() -> None:
-    with pytest.raises(SparkOptionError, match="option 'namesrv': required"):
+    with pytest.raises(SparkOptionError, match="option 'namesrv': is required"):
         parse_sink_options({"topic": "T"})
-    with pytest.raises(SparkOptionError, match="option 'namesrv': required"):
+    with pytest.raises(SparkOptionError, match="option 'namesrv': is required"):
         parse_sink_options({"namesrv": "  "})
+    with pytest.raises(SparkOptionError, match="option 'namesrv': 'nowhere' is not 'host:port'"):
+        parse_sink_options({"namesrv": "nowhere"})
 
 
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("deterministicKeys", "yes", "option 'deterministicKeys': must be 'true' or 'false', not 'yes'"),
-        ("sendTimeoutMs", "3s", "option 'sendTimeoutMs': must be an integer, not '3s'"),
-        ("maxInFlight", "0", "option 'maxInFlight': must be at least 1, not 0"),
-        ("batchSize", "-5", "option 'batchSize': must be at least 1, not -5"),
-        ("maxMessageSize", "big", "option 'maxMessageSize': must be an integer"),
+        ("deterministicKeys", "yes", "option 'deterministicKeys': 'yes' is not 'true' or 'false'"),
+        ("sendTimeoutMs", "3s", "option 'sendTimeoutMs': '3s' is not an integer"),
+        ("maxInFlight", "0", "option 'maxInFlight': 0 is out of range: it must be >= 1"),
+        ("batchSize", "-5", "option 'batchSize': -5 is out of range: it must be >= 1"),
+        ("maxMessageSize", "big", "option 'maxMessageSize': 'big' is not an integer"),
         ("topic", "bad topic!", "option 'topic': invalid topic 'bad topic!'"),
         ("topic", "TBW102", "option 'topic': invalid topic 'TBW102': sending to a system topic"),
         ("producerGroup", "DEFAULT_PRODUCER", "option 'producerGroup': invalid group"),
@@ -82,3 +85,26 @@ def test_deterministic_keys_keep_batching() -> None:
     assert effective_batch_size(parse_sink_options({"namesrv": "n:1", "batchsize": "50"})) == 50
     keyed = parse_sink_options({"namesrv": "n:1", "batchsize": "50", "deterministickeys": "true"})
     assert effective_batch_size(keyed) == 50
+
+
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_blank_value_means_unset_for_the_writer_as_for_the_reader(blank: str) -> None:
+    # The reader always took a blank value as unset (its default applies); the writer refused
+    # a blank sendTimeoutMs / batchSize / deterministicKeys and a blank topic. One rule now.
+    common = {"namesrv": "127.0.0.1:9876", "topic": "T"}
+    reader = parse_read_options({**common, "pullBatchSize": blank, "failOnDataLoss": blank}, streaming=False)
+    assert (reader.pull_batch_size, reader.fail_on_data_loss) == (32, True)
+    writer = parse_sink_options(
+        {
+            "namesrv": "127.0.0.1:9876",
+            "topic": blank,
+            "producerGroup": blank,
+            "writeId": blank,
+            "sendTimeoutMs": blank,
+            "batchSize": blank,
+            "maxInFlight": blank,
+            "maxMessageSize": blank,
+            "deterministicKeys": blank,
+        }
+    )
+    assert writer == SinkOptions(namesrv="127.0.0.1:9876")

@@ -145,7 +145,7 @@ def test_writers_validate_up_front_and_pickle() -> None:
         RocketMQWriter(options, schema(("value", BinaryType())), False)
     with pytest.raises(ClientError, match="only appends"):
         RocketMQStreamWriter(options, schema(("body", BinaryType())), True)
-    with pytest.raises(ClientError, match="option 'namesrv': required"):
+    with pytest.raises(ClientError, match="option 'namesrv': is required"):
         RocketMQWriter({"topic": "T"}, schema(("body", BinaryType())), False)
     writer = RocketMQWriter(options, schema(("body", BinaryType())), False)
     copy = pickle.loads(pickle.dumps(writer))

@@ -32,7 +32,7 @@ from typing import Any
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._cluster import BrokerInfo, Cluster, broker_names
 from rocketmq_py.testing._distribution import DEFAULT_VERSION
-from rocketmq_py.testing._image import LOCAL_REPOSITORY, image_for
+from rocketmq_py.testing._image import LOCAL_REPOSITORY, engine_problem, image_for
 from rocketmq_py.testing._local import broker_config, pick_port_block, render_properties
 from rocketmq_py.testing._processes import on_exit, pid_alive
 from rocketmq_py.testing._tools import ToolResult
@@ -47,6 +47,8 @@ _LABEL = "org.rocketmq-py.cluster"
 
 def docker_available() -> bool:
     """True when a Docker engine answers a ping."""
+    if engine_problem() is not None:
+        return False
     try:
         import docker  # type: ignore[import-not-found,unused-ignore]
 
@@ -122,19 +124,25 @@ class DockerCluster(Cluster):
             raise ClusterError(
                 "the docker backend needs testcontainers (pip install rocketmq-py[dev])"
             ) from exc
-        client = docker.from_env()
+        problem = engine_problem()
+        if problem is not None:
+            raise ClusterError(f"the docker backend needs a Docker engine that answers: {problem}")
         try:
-            if self._image is None:
-                self._image = image_for(self.version, client)
-            if self._image.startswith(LOCAL_REPOSITORY + ":") and not _present(
-                client, testcontainers_config.ryuk_image
-            ):
-                # A locally built image means no registry: the reaper image could not be pulled
-                # either. The cluster removes its containers itself (stop(), and at exit).
-                testcontainers_config.ryuk_disabled = True
-            _remove_orphans(client)
-        finally:
-            client.close()
+            client = docker.from_env()
+            try:
+                if self._image is None:
+                    self._image = image_for(self.version, client)
+                if self._image.startswith(LOCAL_REPOSITORY + ":") and not _present(
+                    client, testcontainers_config.ryuk_image
+                ):
+                    # A locally built image means no registry: the reaper image could not be
+                    # pulled either. The cluster removes its containers itself (stop(), at exit).
+                    testcontainers_config.ryuk_disabled = True
+                _remove_orphans(client)
+            finally:
+                client.close()
+        except docker.errors.DockerException as exc:
+            raise ClusterError(f"the docker backend needs a Docker engine that answers: {exc}") from exc
         self._cancel_exit = on_exit(self.stop)
         taken: set[int] = set()
         self._namesrv_port = pick_port_block([0], taken, random.Random())

@@ -25,6 +25,7 @@ import hashlib
 import io
 import os
 import shutil
+import socket
 import subprocess
 import tarfile
 import tempfile
@@ -41,6 +42,7 @@ __all__ = [
     "LOCAL_REPOSITORY",
     "UPSTREAM_REPOSITORY",
     "build_image",
+    "engine_problem",
     "image_for",
     "local_image",
 ]
@@ -93,6 +95,24 @@ LABEL {_LABEL}={{recipe}}
 """
 
 
+def engine_problem() -> str | None:
+    """Why the engine's local socket (``DOCKER_HOST`` unix://, or the default) refuses, else None.
+
+    Checked before docker-py connects: on a refused unix socket it leaves the socket unclosed.
+    """
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if not host.startswith("unix://"):
+        return None
+    path = host[len("unix://") :]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(3)
+            probe.connect(path)
+    except OSError as exc:
+        return f"{host}: {exc.strerror or exc}"
+    return None
+
+
 def _client() -> Any:
     try:
         import docker  # type: ignore[import-not-found,unused-ignore]
@@ -100,6 +120,9 @@ def _client() -> Any:
         raise ClusterError(
             "building the image needs the docker package (pip install rocketmq-py[dev])"
         ) from exc
+    problem = engine_problem()
+    if problem is not None:
+        raise ClusterError(f"no Docker engine answers: {problem}")
     try:
         client = docker.from_env(timeout=600)
         client.ping()

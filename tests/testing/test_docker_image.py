@@ -81,3 +81,12 @@ def test_start_command_writes_the_properties_then_runs_the_script(tmp_path: Path
     done = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == f"args: -c {conf_path}"
     assert (tmp_path / "seen.conf").read_text() == "".join(f"{k}={v}\n" for k, v in conf.items())
+
+
+def test_no_engine_is_a_cluster_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from rocketmq_py.errors import ClusterError
+    from rocketmq_py.testing._docker import DockerCluster
+
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    with pytest.raises(ClusterError, match="needs a Docker engine that answers"):
+        DockerCluster(1).start()

@@ -1,13 +1,26 @@
-"""Producer throughput: rocketmq-py and the official Java benchmark tools, same cluster, one run.
+"""Producer throughput: rocketmq-py and the official Java benchmark tools, same cluster, alternating rounds.
 
-Both sides send 128-byte messages to the same topic with 64 sends in flight for the same duration:
-the Java ``benchmark.Producer`` with 64 threads (``-w 64``), ours with 64 trio tasks sharing one
-``Producer``. Then batches: Java ``BatchProducer`` (64 threads, 16 messages a batch) against our
-``send_batch`` (64 tasks, 16 a batch). Prints TPS (messages/s), mean and p99 latency, and the ratio
-ours/Java. The Java tools print a 10-s moving TPS and mean latency once a second and no
-percentiles; their last report (the final 10 s) is used, and the p99 column shows "n/a" for them.
+Both sides send 128-byte messages to the same topic with 64 sends in flight: the Java
+``benchmark.Producer`` with 64 threads (``-w 64``), ours with 64 trio tasks sharing one ``Producer``
+in a child process. Then batches: Java ``BatchProducer`` (64 threads, 16 messages a batch) against
+our ``send_batch`` (64 tasks, 16 a batch). Each round runs Java and ours one after the other, the
+order alternating between rounds, and prints both; the end prints the medians and the median of the
+per-round ratios ours/Java.
 
-    python benchmarks/producer.py [--seconds 30] [--in-flight 64] [--size 128] [--batch 16]
+What is measured, the same way for both sides:
+
+- **msgs/s** over a window of steady sending. The Java tools print a 10-s moving TPS once a second
+  (messages/s for the batch tool); their last report is used. Ours opens its window after a warm-up
+  (``--warmup`` seconds) and counts the messages acknowledged in it.
+- **CPU µs per message**: CPU seconds (user + system, all threads) of the client process over that
+  window, read from ``/proc`` by this script when the window's first and last lines arrive (for
+  Java, the report ten lines before the last and the last), divided by the messages sent in it;
+  and the brokers' CPU per message over the same window. The broker shares the two cores, so the
+  client's CPU per message is what decides throughput here.
+- mean and p99 latency (ours; the Java tools print the mean only).
+
+    python benchmarks/producer.py [--rounds 3] [--seconds 20] [--in-flight 64] [--size 128]
+                                  [--batch 16] [--only single|batch]
 
 A local two-broker cluster is started unless ROCKETMQ_NAMESRV names one.
 """
@@ -15,6 +28,7 @@ A local two-broker cluster is started unless ROCKETMQ_NAMESRV names one.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import statistics
@@ -24,113 +38,248 @@ import uuid
 from dataclasses import dataclass
 
 import trio
+from _side_by_side import Line, Watched, median, ratio_line
 
 from rocketmq_py import Message, Producer
-from rocketmq_py.testing import Cluster, run_java_bench, start_cluster
+from rocketmq_py.testing import Cluster, resolve_bench, start_cluster
+from rocketmq_py.testing._distribution import find_java, write_home_conf
+from rocketmq_py.testing._tools import _BENCH_JVM_OPTS, BENCH_MAIN_CLASSES, cache_dir
+
+JAVA_WINDOW_REPORTS = 10  # the Java tools' TPS is a moving window over their last 10 reports
 
 
 @dataclass
 class Figures:
-    name: str
+    """One client's figures in one round."""
+
     tps: float
+    cpu_us: float  # client CPU per message
+    broker_cpu_us: float
     mean_ms: float
     p99_ms: float | None
     failed: int
 
 
-def java_figures(name: str, output: str) -> Figures:
-    """The last periodic report of a Java benchmark tool (a 10-s moving window)."""
-    reports = [ln for ln in output.splitlines() if ln.startswith("Current Time:")]
-    if not reports:
-        raise SystemExit(f"{name}: the Java tool printed no report:\n{output[-3000:]}")
-    last = reports[-1]
-    values = dict(re.findall(r"([A-Za-z() ]+?): +([\d.]+)", last.split("|", 1)[1].replace("|", "\n")))
-    values = {k.strip(): v for k, v in values.items()}
-    tps = float(values.get("Send MPS", values["Send TPS"]))  # messages/s for the batch tool
-    mean = float(values.get("Average Message RT(ms)", values["Average RT(ms)"]))
-    failed = int(values.get("Send Failed", "0"))
-    return Figures(name, tps, mean, None, failed)
+# --- ours, in a child process ----------------------------------------------------------------------
 
 
-async def ours(namesrv: str, topic: str, seconds: float, in_flight: int, size: int, batch: int) -> Figures:
+async def send_loop(args: argparse.Namespace) -> dict[str, float]:
     latencies: list[float] = []
     sent = 0
     failed = 0
-    body = b"x" * size
-    async with Producer("bench-py-producer", namesrv=namesrv) as producer:
+    counting = False
+    body = b"x" * args.size
+    topic = args.topic
+    async with Producer("bench-py-producer", namesrv=args.namesrv) as producer:
         await producer.send(Message(topic, body))  # route and connections
-        deadline = trio.current_time() + seconds
+        window_start = trio.current_time() + args.warmup
+        deadline = window_start + args.seconds
 
         async def worker() -> None:
             nonlocal sent, failed
-            while trio.current_time() < deadline:
+            while (now := trio.current_time()) < deadline:
                 started = time.perf_counter()
                 try:
-                    if batch > 1:
-                        await producer.send_batch([Message(topic, body) for _ in range(batch)])
+                    if args.batch > 1:
+                        await producer.send_batch([Message(topic, body) for _ in range(args.batch)])
                     else:
                         await producer.send(Message(topic, body))
                 except Exception:
                     failed += 1
                     continue
-                latencies.append((time.perf_counter() - started) * 1000)
-                sent += batch
+                if counting and now >= window_start:
+                    latencies.append((time.perf_counter() - started) * 1000)
+                    sent += args.batch
 
-        started = time.perf_counter()
+        async def window() -> None:
+            nonlocal counting
+            await trio.sleep_until(window_start)
+            counting = True
+            print("window start", flush=True)
+            started = time.perf_counter()
+            await trio.sleep_until(deadline)
+            counting = False
+            print("window end", flush=True)
+            elapsed.append(time.perf_counter() - started)
+
+        elapsed: list[float] = []
         async with trio.open_nursery() as nursery:
-            for _ in range(in_flight):
+            nursery.start_soon(window)
+            for _ in range(args.in_flight):
                 nursery.start_soon(worker)
-        elapsed = time.perf_counter() - started
     latencies.sort()
-    p99 = latencies[int(len(latencies) * 0.99) - 1] if latencies else 0.0
-    mean = statistics.fmean(latencies) if latencies else 0.0
-    if batch > 1:
-        mean, p99 = mean / batch, p99  # mean per message, like the Java batch tool's "message RT"
+    return {
+        "sent": sent,
+        "seconds": elapsed[0],
+        "mean_ms": statistics.fmean(latencies) if latencies else 0.0,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] if latencies else 0.0,
+        "failed": failed,
+    }
+
+
+def child_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    for name in ("namesrv", "topic"):
+        parser.add_argument(f"--{name}", required=True)
+    for name in ("seconds", "warmup"):
+        parser.add_argument(f"--{name}", type=float, required=True)
+    for name in ("in-flight", "size", "batch"):
+        parser.add_argument(f"--{name}", type=int, required=True)
+    args = parser.parse_args(argv)
+    print("result " + json.dumps(trio.run(send_loop, args)), flush=True)
+    return 0
+
+
+def run_ours(cluster: Cluster, topic: str, args: argparse.Namespace, batch: int) -> Figures:
+    argv = [
+        sys.executable,
+        __file__,
+        "child",
+        *("--namesrv", cluster.namesrv_addr, "--topic", topic),
+        *("--seconds", str(args.seconds), "--warmup", str(args.warmup)),
+        *("--in-flight", str(args.in_flight), "--size", str(args.size), "--batch", str(batch)),
+    ]
+    child = Watched(argv)
+    try:
+        start = child.wait_for(r"^window start", args.warmup + 60)
+        end = child.wait_for(r"^window end", args.seconds + 30)
+        result = json.loads(child.wait_for(r"^result ", 60).text.split(" ", 1)[1])
+    finally:
+        child.stop()
+    return window_figures(start, end, result["sent"], result["sent"] / result["seconds"], result)
+
+
+# --- the Java tools -------------------------------------------------------------------------------
+
+
+def run_java(cluster: Cluster, topic: str, args: argparse.Namespace, batch: int) -> Figures:
+    home = cache_dir() / "tools-home"
+    write_home_conf(home)
+    tool = "batch-producer" if batch > 1 else "producer"
+    argv = [
+        find_java(),
+        *_BENCH_JVM_OPTS,
+        f"-Duser.home={home}",
+        f"-Drocketmq.home.dir={home}",
+        "-cp",
+        resolve_bench(cluster.version).classpath,
+        BENCH_MAIN_CLASSES[tool],
+        *("-n", cluster.namesrv_addr, "-t", topic, "-w", str(args.in_flight), "-s", str(args.size)),
+        *("-ri", "1000", *(("-b", str(batch)) if batch > 1 else ())),
+    ]
+    java = Watched(argv, env=dict(os.environ, ROCKETMQ_HOME=str(home)), cwd=home)
+    try:
+        # As long as ours runs: warm-up, then a window (at least the tool's 10-s TPS window).
+        reports = max(JAVA_WINDOW_REPORTS, round(args.seconds))
+        java.wait_for(r"^Current Time:", 60)
+        deadline = time.perf_counter() + args.warmup + reports + 30
+        while len(report_lines(java.lines)) < round(args.warmup) + reports + 1:
+            if java.proc.poll() is not None or time.perf_counter() > deadline:
+                raise SystemExit(f"the Java {tool} stopped or stalled:\n{java.tail()}")
+            time.sleep(0.2)
+    finally:
+        java.stop()
+    lines = report_lines(java.lines)
+    end = lines[-1]
+    start = lines[-1 - JAVA_WINDOW_REPORTS]
+    values = report_values(end.text)
+    tps = float(values.get("Send MPS", values["Send TPS"]))  # messages/s for the batch tool
+    mean = float(values.get("Average Message RT(ms)", values["Average RT(ms)"]))
+    sent = tps * (end.at - start.at)
+    failed = int(values.get("Send Failed", "0"))
+    return window_figures(start, end, sent, tps, {"mean_ms": mean, "p99_ms": None, "failed": failed})
+
+
+def report_lines(lines: list[Line]) -> list[Line]:
+    return [line for line in lines if line.text.startswith("Current Time:")]
+
+
+def report_values(text: str) -> dict[str, str]:
+    values = dict(re.findall(r"([A-Za-z() ]+?): +([\d.]+)", text.split("|", 1)[1].replace("|", "\n")))
+    return {k.strip(): v for k, v in values.items()}
+
+
+def window_figures(start: Line, end: Line, sent: float, tps: float, result: dict[str, float]) -> Figures:
+    sent = max(sent, 1.0)
     return Figures(
-        "rocketmq-py" + (f" batch {batch}" if batch > 1 else ""), sent / elapsed, mean, p99, failed
+        tps=tps,
+        cpu_us=(end.cpu - start.cpu) / sent * 1e6,
+        broker_cpu_us=(end.broker_cpu - start.broker_cpu) / sent * 1e6,
+        mean_ms=result["mean_ms"],
+        p99_ms=result["p99_ms"],
+        failed=int(result["failed"]),
     )
 
 
-def print_pair(java: Figures, py: Figures) -> None:
-    def row(f: Figures) -> str:
-        p99 = f"{f.p99_ms:9.2f}" if f.p99_ms is not None else "      n/a"
-        return f"  {f.name:<28} {f.tps:>10,.0f} {f.mean_ms:>9.2f} {p99} {f.failed:>7}"
+# --- the run ---------------------------------------------------------------------------------------
 
-    print(f"  {'client':<28} {'msgs/s':>10} {'mean ms':>9} {'p99 ms':>9} {'failed':>7}")
-    print(row(java))
-    print(row(py))
-    print(f"  ratio ours/Java: {py.tps / java.tps:.2f}\n")
+
+def row(name: str, f: Figures) -> str:
+    p99 = f"{f.p99_ms:8.2f}" if f.p99_ms is not None else "     n/a"
+    return (
+        f"    {name:<6} {f.tps:>10,.0f} {f.cpu_us:>9.1f} {f.broker_cpu_us:>10.1f} {f.mean_ms:>8.2f} {p99}"
+        f" {f.failed:>6}"
+    )
 
 
 def run(cluster: Cluster, args: argparse.Namespace) -> None:
     topic = f"bench-{uuid.uuid4().hex[:8]}"
     cluster.create_topic(topic, 8)
     print(f"cluster {cluster.namesrv_addr}, topic {topic} (8 queues x {len(cluster.brokers)} brokers)")
-    print(f"{args.size} B messages, {args.in_flight} in flight, {args.seconds:g} s each\n")
-    common = ["-t", topic, "-w", str(args.in_flight), "-s", str(args.size), "-ri", "1000"]
-    java = run_java_bench("producer", common, namesrv=cluster.namesrv_addr, timeout=args.seconds + 8)
-    java_f = java_figures("Java benchmark.Producer", java.output)
-    py_f = trio.run(ours, cluster.namesrv_addr, topic, args.seconds, args.in_flight, args.size, 1)
-    print("Single sends:")
-    print_pair(java_f, py_f)
-    java_b = run_java_bench(
-        "batch-producer",
-        [*common, "-b", str(args.batch)],
-        namesrv=cluster.namesrv_addr,
-        timeout=args.seconds + 8,
+    print(
+        f"{args.size} B messages, {args.in_flight} in flight, {args.warmup:g} s warm-up then "
+        f"{args.seconds:g} s measured, {args.rounds} rounds, order alternating\n"
     )
-    java_bf = java_figures(f"Java BatchProducer ({args.batch})", java_b.output)
-    py_bf = trio.run(ours, cluster.namesrv_addr, topic, args.seconds, args.in_flight, args.size, args.batch)
-    print(f"Batches of {args.batch}:")
-    print_pair(java_bf, py_bf)
+    modes = {"single": 1, "batch": args.batch}
+    if args.only:
+        modes = {args.only: modes[args.only]}
+    results: dict[str, dict[str, list[Figures]]] = {m: {"java": [], "ours": []} for m in modes}
+    header = f"    {'client':<6} {'msgs/s':>10} {'CPU µs/m':>9} {'broker µs':>10} {'mean ms':>8} {'p99 ms':>8} {'failed':>6}"
+    for r in range(args.rounds):
+        for mode, batch in modes.items():
+            order = ["java", "ours"] if r % 2 == 0 else ["ours", "java"]
+            print(f"round {r + 1}, {'single sends' if batch == 1 else f'batches of {batch}'}:")
+            print(header)
+            for side in order:
+                runner = run_java if side == "java" else run_ours
+                figures = runner(cluster, topic, args, batch)
+                results[mode][side].append(figures)
+                print(row(side, figures), flush=True)
+    print("\nmedians:")
+    for mode, sides in results.items():
+        java, ours = sides["java"], sides["ours"]
+        print(f"  {mode}:")
+        print(header)
+        for side, figs in (("java", java), ("ours", ours)):
+            p99s = [f.p99_ms for f in figs if f.p99_ms is not None]
+            print(
+                row(
+                    side,
+                    Figures(
+                        median([f.tps for f in figs]),
+                        median([f.cpu_us for f in figs]),
+                        median([f.broker_cpu_us for f in figs]),
+                        median([f.mean_ms for f in figs]),
+                        median(p99s) if p99s else None,
+                        sum(f.failed for f in figs),
+                    ),
+                )
+            )
+        print("  " + ratio_line("throughput", [f.tps for f in ours], [f.tps for f in java]))
+        print("  " + ratio_line("CPU per message", [f.cpu_us for f in ours], [f.cpu_us for f in java]))
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["child"]:
+        return child_main(sys.argv[2:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured window of each run")
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds of sending before the window")
     parser.add_argument("--in-flight", type=int, default=64)
     parser.add_argument("--size", type=int, default=128)
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--only", choices=["single", "batch"])
     args = parser.parse_args()
     if os.environ.get("ROCKETMQ_NAMESRV"):
         run(start_cluster(), args)

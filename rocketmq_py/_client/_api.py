@@ -7,7 +7,7 @@ typed value, or a typed :class:`~rocketmq_py.errors.BrokerError` for a non-succe
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from rocketmq_py._transport import ConnectionPool
@@ -195,6 +195,22 @@ class RemotingApi:
         reply = await self.pool.request(
             address, self.send_command(ext_fields, body, batch=batch), timeout=timeout
         )
+        self.peer_versions[address] = reply.version
+        if reply.code not in _SEND_OK_CODES:
+            raise broker_error_for(reply.code, reply.remark)
+        return send_reply(reply)
+
+    async def send_message_frame(
+        self,
+        address: str,
+        encode: Callable[[int], bytes],
+        *,
+        batch: bool = False,
+        timeout: float,  # noqa: ASYNC109
+    ) -> SendReply:
+        """:meth:`send_message` with the frame built by ``encode(opaque)``, on a live connection without hooks."""
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        reply = await self.pool.request_frame(address, encode, code=code, timeout=timeout)
         self.peer_versions[address] = reply.version
         if reply.code not in _SEND_OK_CODES:
             raise broker_error_for(reply.code, reply.remark)

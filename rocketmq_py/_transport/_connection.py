@@ -7,10 +7,10 @@ Tasks and ownership::
         ├── reader loop               receive_some(256 KiB) -> FrameBuffer -> route each frame
         └── handler nursery           the writer task, and one task per request the broker sends us
 
-- **Our requests.** :meth:`Connection.request` gives the command a fresh ``opaque``, registers a
-  one-shot slot under it, writes the frame and waits for the slot under ``trio.fail_after``. The
-  reader fills the slot when a response with that ``opaque`` arrives; a response nobody waits for
-  (its caller timed out) is dropped.
+- **Our requests.** :meth:`Connection.request` gives the command a fresh ``opaque``, registers the
+  calling task under it and parks it; the reader wakes it when a response with that ``opaque``
+  arrives, the connection's deadline task (:mod:`._deadlines`) when its timeout passes. A
+  response nobody waits for (its caller timed out or was cancelled) is dropped.
 - **Writes** go through one writer task (:class:`~rocketmq_py._transport._writer.FrameWriter`):
   frames queued while it is writing go out together in its next ``send_all``.
 - **Broker -> client requests** go to the ``handlers`` registry, each in its own task so that a
@@ -36,8 +36,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, NoReturn
 
+import outcome
 import trio
 
+from rocketmq_py._transport._deadlines import CallDeadlines
 from rocketmq_py._transport._diagnosis import (
     DEFAULT_CLOSE_ON_TIMEOUT,
     closes_on_timeout,
@@ -100,14 +102,16 @@ class ConnectionStatistics:
 
 
 class _Slot:
-    """Where the reader leaves the response to one request (or the failure of the connection)."""
+    """One of our requests waiting for its response: the parked task and the frame it sent."""
 
-    __slots__ = ("done", "response")
+    __slots__ = ("task",)
 
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        # Stays None when the connection fails before the response arrives.
-        self.response: RemotingCommand | None = None
+    def __init__(self, task: trio.lowlevel.Task) -> None:
+        self.task = task
+
+
+class _TimedOut(Exception):
+    """The deadline of a call passed (raised into the waiting task by the timer)."""
 
 
 def _code_name(code: int) -> str:
@@ -157,6 +161,7 @@ class Connection:
         self._max_frame_size = max_frame_size
         self._next_opaque = 0
         self._pending: dict[int, _Slot] = {}
+        self._deadlines: CallDeadlines[_Slot] = CallDeadlines(self._is_pending, self._expire)
         self._writer = FrameWriter(stream, address)
         self._serve_scope = trio.CancelScope()
         self._handler_nursery: trio.Nursery | None = None
@@ -233,45 +238,84 @@ class Connection:
         if command.is_oneway:
             raise ClientError("a oneway command gets no response: send it with oneway()")
         command = self._prepare(command)
-        opaque = command.opaque
-        slot = _Slot()
-        self._pending[opaque] = slot
-        data = command.encode()
-        self._enqueue(data, 1)
-        try:
-            if timeout == math.inf:
-                await slot.done.wait()
-            else:
-                received_before = self._bytes_received
-                # A bare CancelScope: what fail_after does, without its generator wrapper (hot path).
-                scope = trio.CancelScope(deadline=trio.current_time() + timeout)
-                with scope:
-                    await slot.done.wait()
-                if scope.cancelled_caught:
-                    self._writer.take_back(data)
-                    what = (
-                        f"no response to {_code_name(command.code)} (opaque {opaque}) from {self._address}"
-                        f" within {timeout:g} s"
-                    )
-                    if self._closed_reason is None and closes_on_timeout(
-                        enabled=self._close_on_timeout,
-                        waited=timeout,
-                        received_meanwhile=self._bytes_received != received_before,
-                    ):
-                        self._close(f"connection to {self._address} closed: {what}, nothing received", None)
-                        what += "; nothing else arrived either, so the connection was closed"
-                    raise RequestTimeout(what)
-        except BaseException:
-            self._writer.take_back(data)
-            raise
-        finally:
-            self._pending.pop(opaque, None)
-        response = slot.response
-        if response is None:  # the reader failed the slot: the connection is gone
-            self._raise_closed()
+        response = await self._exchange(command.opaque, command.encode(), command.code, timeout)
         for hook in self._hooks:
             hook.after_response(command, response)
         return response
+
+    @property
+    def has_hooks(self) -> bool:
+        """Whether RPC hooks see every request (then :meth:`request_frame` cannot be used)."""
+        return bool(self._hooks)
+
+    # The RPC's own timeout, as request().
+    async def request_frame(
+        self,
+        encode: Callable[[int], bytes],
+        *,
+        code: int,
+        timeout: float,  # noqa: ASYNC109
+    ) -> RemotingCommand:
+        """Send a request encoded by the caller and wait for its response (the hot path of sends).
+
+        Args:
+            encode: builds the whole frame for the fresh ``opaque`` it is given (for example
+                :meth:`~rocketmq_py.protocol._template.RequestTemplate.frame`).
+            code: the request code, for error messages.
+            timeout: as :meth:`request`.
+
+        Raises:
+            ClientError: the connection has RPC hooks (they need a command: use :meth:`request`).
+            RequestTimeout, ConnectionFailed, StateError: as :meth:`request`.
+        """
+        if self._hooks:
+            raise ClientError("RPC hooks need a RemotingCommand: send it with request()")
+        opaque = self._new_opaque()
+        return await self._exchange(opaque, encode(opaque), code, timeout)
+
+    async def _exchange(self, opaque: int, data: bytes, code: int, timeout: float) -> RemotingCommand:  # noqa: ASYNC109
+        """Queue the frame ``data`` of request ``opaque`` and wait for its response."""
+        self._enqueue(data, 1)
+        # The task parks until the reader, the deadline timer or _close wakes it: no Event and no
+        # CancelScope per call (the hot path of every send and pull).
+        slot = _Slot(trio.lowlevel.current_task())
+        pending = self._pending
+        pending[opaque] = slot
+        if timeout != math.inf:
+            self._deadlines.arm(trio.current_time() + timeout, opaque, slot)
+        received_before = self._bytes_received
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            if pending.get(opaque) is slot:
+                del pending[opaque]
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        try:
+            response: RemotingCommand | None = await trio.lowlevel.wait_task_rescheduled(abort)
+        except _TimedOut:
+            self._writer.take_back(data)
+            what = f"no response to {_code_name(code)} (opaque {opaque}) from {self._address} within {timeout:g} s"
+            if self._closed_reason is None and closes_on_timeout(
+                enabled=self._close_on_timeout,
+                waited=timeout,
+                received_meanwhile=self._bytes_received != received_before,
+            ):
+                self._close(f"connection to {self._address} closed: {what}, nothing received", None)
+                what += "; nothing else arrived either, so the connection was closed"
+            raise RequestTimeout(what) from None
+        except BaseException:
+            self._writer.take_back(data)
+            raise
+        if response is None:  # _close woke the call: the connection is gone
+            self._raise_closed()
+        return response
+
+    def _is_pending(self, opaque: int, slot: _Slot) -> bool:
+        return self._pending.get(opaque) is slot
+
+    def _expire(self, opaque: int, slot: _Slot) -> None:
+        del self._pending[opaque]
+        trio.lowlevel.reschedule(slot.task, outcome.Error(_TimedOut()))
 
     async def oneway(self, command: RemotingCommand) -> None:
         """Send a oneway request (no response is expected); return once it is written.
@@ -307,11 +351,15 @@ class Connection:
 
     # --- internals: writing --------------------------------------------------------------------
 
-    def _prepare(self, command: RemotingCommand, *, oneway: bool = False) -> RemotingCommand:
+    def _new_opaque(self) -> int:
         if self._closed_reason is not None:
             self._raise_closed(new_call=True)
         opaque = self._next_opaque
         self._next_opaque = (opaque + 1) & _OPAQUE_MASK
+        return opaque
+
+    def _prepare(self, command: RemotingCommand, *, oneway: bool = False) -> RemotingCommand:
+        opaque = self._new_opaque()
         if command.serialize_type == self._serialize_type and (command.is_oneway or not oneway):
             command = command.with_opaque(opaque)
         else:
@@ -381,7 +429,7 @@ class Connection:
         self._pending.clear()
         self._writer.fail()  # not written: waiters raise ConnectionFailed
         for slot in pending:
-            slot.done.set()  # with no response: the waiter raises ConnectionFailed
+            trio.lowlevel.reschedule(slot.task, outcome.Value(None))  # the waiter raises ConnectionFailed
         self._serve_scope.cancel()
         if pending:
             logger.debug("%s: %s; failing %d pending calls", self, reason, len(pending))
@@ -411,6 +459,7 @@ class Connection:
                 async with trio.open_nursery() as handler_nursery:
                     self._handler_nursery = handler_nursery
                     handler_nursery.start_soon(self._writer.run, self._on_write_error)
+                    handler_nursery.start_soon(self._deadlines.run)
                     task_status.started(self)
                     try:
                         await self._read_loop()
@@ -429,8 +478,9 @@ class Connection:
     async def _read_loop(self) -> None:
         frames = FrameBuffer(max_frame_size=self._max_frame_size)
         stream = self._stream
+        translated = translate_io_errors(f"reading from {self._address} failed")
         while True:
-            with translate_io_errors(f"reading from {self._address} failed"):
+            with translated:
                 data = await stream.receive_some(RECEIVE_CHUNK)
             if not data:
                 frames.eof()  # raises if the peer stopped mid-frame
@@ -450,8 +500,7 @@ class Connection:
         if slot is None:
             logger.debug("%s: dropping a response nobody waits for (opaque %d)", self, response.opaque)
             return
-        slot.response = response
-        slot.done.set()
+        trio.lowlevel.reschedule(slot.task, outcome.Value(response))
 
     def _route_request(self, request: RemotingCommand) -> None:
         assert self._handler_nursery is not None

@@ -8,8 +8,7 @@ original as ``__cause__``. Timeouts are not translated here: each call site owns
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 import trio
 
@@ -18,13 +17,13 @@ from rocketmq_py.errors import ConnectionFailed
 __all__ = ["translate_io_errors"]
 
 
-@contextmanager
-def translate_io_errors(what: str) -> Iterator[None]:
+class translate_io_errors:  # named like a function: used as ``with translate_io_errors(...)``
     """Turn I/O exceptions raised in the block into :class:`ConnectionFailed`.
 
     ``ssl.SSLError`` is an ``OSError``; ``trio.SSLStream`` reports TLS failures as
     ``BrokenResourceError`` with the ``SSLError`` as cause; ``ClosedResourceError`` means our own
-    ``aclose`` closed the stream under a pending read or write.
+    ``aclose`` closed the stream under a pending read or write. A plain class rather than a
+    generator-based context manager: every read and write of a connection enters one.
 
     Args:
         what: the start of the error message, e.g. ``"reading from 10.0.0.1:10911 failed"``.
@@ -32,8 +31,21 @@ def translate_io_errors(what: str) -> Iterator[None]:
     Raises:
         ConnectionFailed: in place of the I/O exception.
     """
-    try:
-        yield
-    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
-        detail = str(exc) or type(exc).__name__
-        raise ConnectionFailed(f"{what}: {detail}") from exc
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(exc, _IO_ERRORS):
+            detail = str(exc) or type(exc).__name__
+            raise ConnectionFailed(f"{self.what}: {detail}") from exc
+
+
+_IO_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)

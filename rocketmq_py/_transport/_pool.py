@@ -18,7 +18,7 @@ Every connection's reader runs in the pool's nursery: ``async with ConnectionPoo
 from __future__ import annotations
 
 import ssl
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
@@ -172,6 +172,37 @@ class ConnectionPool:
             # Connected (or the connecting task was cancelled): decide again.
 
     # An RPC deadline, as Connection.request's.
+    def is_connected(self, address: str) -> bool:
+        """Whether the pool is open and holds a live connection to ``address`` (no I/O)."""
+        connection = self._connections.get(address)
+        return connection is not None and not connection.is_closed and not self._closed
+
+    def has_hooks(self) -> bool:
+        """Whether the pool's connections run RPC hooks (ACL signing, recording)."""
+        return bool(self._hooks)
+
+    # The RPC's own timeout, as request().
+    async def request_frame(
+        self,
+        address: str,
+        encode: Callable[[int], bytes],
+        *,
+        code: int,
+        timeout: float,  # noqa: ASYNC109
+    ) -> RemotingCommand:
+        """:meth:`Connection.request_frame` on the pool's live connection to ``address``.
+
+        For callers that checked :meth:`is_connected` and :meth:`has_hooks` (the send hot path).
+
+        Raises:
+            ConnectionFailed: no live connection to ``address``.
+            ClientError, RequestTimeout, StateError: as :meth:`Connection.request_frame`.
+        """
+        connection = self._connections.get(address)
+        if connection is None or self._closed:
+            raise ConnectionFailed(f"no open connection to {address}")
+        return await connection.request_frame(encode, code=code, timeout=timeout)
+
     async def request(
         self,
         address: str,

@@ -89,6 +89,7 @@ class FrameWriter:
     async def run(self, on_error: Callable[[ConnectionFailed], None]) -> None:
         """Write until a write fails (``on_error`` gets the error, then this returns) or cancelled."""
         stream = self._stream
+        translated = translate_io_errors(f"writing to {self._address} failed")
         while True:
             await self._wakeup.wait()
             # Let the other tasks made runnable with us queue their frames first.
@@ -102,7 +103,7 @@ class FrameWriter:
             chunk = outbox[0] if len(outbox) == 1 else b"".join(outbox)
             self._writing = True
             try:
-                with translate_io_errors(f"writing to {self._address} failed"):
+                with translated:
                     await stream.send_all(chunk)
             except ConnectionFailed as exc:
                 on_error(exc)

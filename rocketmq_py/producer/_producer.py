@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -28,7 +27,7 @@ import trio
 from rocketmq_py._client._capabilities import DELIVERY_TIME_KEYS, require_timer_support
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
-from rocketmq_py._client._route import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS, TopicPublishInfo
+from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS, TopicPublishInfo
 from rocketmq_py.errors import (
     BrokerError,
     MessageTooLarge,
@@ -41,6 +40,7 @@ from rocketmq_py.errors import (
 from rocketmq_py.producer._attempts import FailedAttempt, attempt_timeout, describe_attempts
 from rocketmq_py.producer._fault import FaultConfig, QueueSelector
 from rocketmq_py.producer._selectors import SelectQueue
+from rocketmq_py.producer._send_header import Entries, SendHeader
 from rocketmq_py.producer._types import SendResult, SendStatus
 from rocketmq_py.producer._validation import (
     DEFAULT_PRODUCER_GROUP,
@@ -157,7 +157,7 @@ class Producer:
         self.compress_level = compress_level
         self.auto_create_topic = auto_create_topic
         self.default_topic_queue_nums = default_topic_queue_nums
-        self._default_queue_nums_text = str(default_topic_queue_nums)
+        self._send_header = SendHeader(group, default_topic_queue_nums)
         self.fault_config = fault or FaultConfig()
         # Trio's clock, not time.monotonic: latencies and benches then follow the run's clock
         # (a MockClock in tests), and the table is only read inside the run.
@@ -512,20 +512,43 @@ class Producer:
         timeout: float,  # noqa: ASYNC109
     ) -> SendResult:
         """One attempt, all of it (master address, connect, request) within ``timeout`` seconds."""
-        ends = trio.current_time() + timeout
-        address: str | None = None
-        # The request times out at ``ends`` by itself (its RequestTimeout names the call, and the
-        # transport may close a connection whose call timed out, as Java's
-        # clientCloseSocketIfTimeout); this scope, a moment later, cuts a slow lookup or connect.
-        scope = trio.CancelScope(deadline=ends + _CUT_GRACE)
-        with scope:
-            address, ext_fields, body = await self._prepare(message, mq, batch=batch)
-            reply = await self.instance.api.send_message(
-                address, ext_fields, body, batch=batch, timeout=max(0.0, ends - trio.current_time())
-            )
-        if scope.cancelled_caught:
-            where = f"connecting to {address}" if address else "looking up its address"
-            raise RequestTimeout(f"{mq.broker_name}: {where} did not finish within {timeout:g} s")
+        instance = self.instance
+        address = instance.routes.master_address(mq.broker_name)
+        if (
+            address is not None
+            and instance.api.pool.is_connected(address)
+            and (batch or DELIVERY_TIME_KEYS.isdisjoint(message.properties))
+        ):
+            # The common case: nothing to look up or connect, so the request's own timeout is
+            # the whole attempt (no scope of our own: this runs per message).
+            recurring, fresh, body = self._header_and_body(message, mq, batch=batch)
+            api = instance.api
+            if api.pool.has_hooks():
+                ext_fields = self._send_header.fields(recurring, fresh)
+                reply = await api.send_message(address, ext_fields, body, batch=batch, timeout=timeout)
+            else:  # binary header from the template: the cheapest frame to build
+                frame = self._send_header.template(batch=batch).frame
+                reply = await api.send_message_frame(
+                    address,
+                    lambda opaque: frame(opaque, recurring, fresh, body),
+                    batch=batch,
+                    timeout=timeout,
+                )
+        else:
+            ends = trio.current_time() + timeout
+            address = None
+            # The request times out at ``ends`` by itself (its RequestTimeout names the call, and
+            # the transport may close a connection whose call timed out, as Java's
+            # clientCloseSocketIfTimeout); this scope, a moment later, cuts a slow lookup or connect.
+            scope = trio.CancelScope(deadline=ends + _CUT_GRACE)
+            with scope:
+                address, ext_fields, body = await self._prepare(message, mq, batch=batch)
+                reply = await instance.api.send_message(
+                    address, ext_fields, body, batch=batch, timeout=max(0.0, ends - trio.current_time())
+                )
+            if scope.cancelled_caught:
+                where = f"connecting to {address}" if address else "looking up its address"
+                raise RequestTimeout(f"{mq.broker_name}: {where} did not finish within {timeout:g} s")
         return SendResult(
             status=SendStatus.from_response_code(reply.code) or SendStatus.SEND_OK,
             msg_id=message.properties.get(PropertyKey.UNIQ_KEY, ""),
@@ -556,11 +579,19 @@ class Producer:
         ``tests/producer`` checks them against :func:`send_header_fields` of the typed header.
         """
         address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
+        if not batch and not DELIVERY_TIME_KEYS.isdisjoint(message.properties):
+            # A 4.x broker would deliver at once.
+            await require_timer_support(self.instance, address, mq.broker_name, message.properties)
+        recurring, fresh, body = self._header_and_body(message, mq, batch=batch)
+        return address, self._send_header.fields(recurring, fresh), body
+
+    def _header_and_body(
+        self, message: Message, mq: MessageQueue, *, batch: bool
+    ) -> tuple[Entries, Entries, bytes]:
+        """The varying V2 send header entries and the body of one attempt (see :meth:`_prepare`)."""
         properties = message.properties
         if not batch:
             self._ensure_uniq_key(message)
-            if not DELIVERY_TIME_KEYS.isdisjoint(properties):  # a 4.x broker would deliver at once
-                await require_timer_support(self.instance, address, mq.broker_name, properties)
         sys_flag = 0
         body = message.body
         if not batch and len(body) >= self.compress_over:
@@ -575,21 +606,12 @@ class Producer:
             properties = dict(properties)
             reconsume_times = properties.pop(PropertyKey.RECONSUME_TIME, "") or "0"
             max_reconsume_times = properties.pop(PropertyKey.MAX_RECONSUME_TIMES, None)
-        fields = {
-            "a": self.group,
-            "b": mq.topic,
-            "c": AUTO_CREATE_TOPIC_KEY,
-            "d": self._default_queue_nums_text,
-            "e": str(mq.queue_id),
-            "f": str(sys_flag),
-            "g": str(int(time.time() * 1000)),
-            "h": str(message.flag),
-            "i": encode_properties(properties),
-            "j": reconsume_times,
-            "k": "false",
-            "m": "true" if batch else "false",
-            "n": mq.broker_name,
-        }
-        if max_reconsume_times:
-            fields["l"] = max_reconsume_times
-        return address, fields, body
+        recurring = SendHeader.recurring(
+            mq,
+            sys_flag=sys_flag,
+            flag=message.flag,
+            reconsume_times=reconsume_times,
+            max_reconsume_times=max_reconsume_times,
+            batch=batch,
+        )
+        return recurring, SendHeader.fresh(encode_properties(properties)), body

@@ -1,0 +1,144 @@
+"""What the side-by-side benchmarks share: watched processes, CPU seconds from /proc, medians.
+
+A :class:`Watched` process is started tied to this one (it dies with it), its output read line by
+line in a thread; at every line the thread samples the process's CPU seconds (user + system of all
+its threads, ``/proc/<pid>/stat``) and the brokers' (:func:`broker_pids`). A window between two
+lines then gives both sides' CPU over exactly the same stretch of wall-clock time: the Java tools
+report once a second, our children print a line when their measured window opens and closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import statistics
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocketmq_py.testing._processes import popen_tied
+
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads); 0.0 once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14, 15)
+
+
+def peak_rss_mib(pid: int) -> float:
+    """The process's peak resident set (VmHWM) in MiB; 0.0 once it is gone."""
+    try:
+        found = re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{pid}/status").read_text())
+    except OSError:
+        return 0.0
+    return int(found.group(1)) / 1024 if found else 0.0
+
+
+def broker_pids() -> list[int]:
+    """This machine's RocketMQ broker JVMs (the local cluster's; their CPU is sampled too)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"org.apache.rocketmq.broker.BrokerStartup" in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One output line and what was sampled when it arrived."""
+
+    at: float  # time.perf_counter()
+    text: str
+    cpu: float  # the watched process's CPU seconds so far
+    broker_cpu: float  # the brokers' CPU seconds so far
+
+
+@dataclass
+class Watched:
+    """A child process whose lines are timestamped and CPU-sampled as they arrive."""
+
+    argv: Sequence[str]
+    env: dict[str, str] | None = None
+    cwd: Path | None = None
+    lines: list[Line] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._brokers = broker_pids()
+        self.proc = popen_tied(
+            list(self.argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=self.env,
+            cwd=self.cwd,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            self.lines.append(Line(time.perf_counter(), raw.decode(errors="replace"), *self.sample()))
+
+    def sample(self) -> tuple[float, float]:
+        """(this process's CPU seconds, the brokers' CPU seconds) now."""
+        return cpu_seconds(self.proc.pid), sum(cpu_seconds(pid) for pid in self._brokers)
+
+    def wait_for(self, pattern: str, timeout: float) -> Line:
+        """The first line matching ``pattern``; SystemExit when the process ends or time runs out."""
+        deadline = time.perf_counter() + timeout
+        seen = 0
+        while True:
+            for line in self.lines[seen:]:
+                if re.search(pattern, line.text):
+                    return line
+            seen = len(self.lines)
+            if self.proc.poll() is not None and seen == len(self.lines):
+                self._reader.join(2)
+                if len(self.lines) == seen:
+                    raise SystemExit(f"{self.argv[-1]!r} ended before {pattern!r}:\n{self.tail()}")
+            if time.perf_counter() > deadline:
+                raise SystemExit(f"no {pattern!r} within {timeout:g} s:\n{self.tail()}")
+            time.sleep(0.05)
+
+    def tail(self, count: int = 40) -> str:
+        """The last output lines, for an error message."""
+        return "".join(line.text for line in self.lines[-count:])
+
+    def stop(self) -> None:
+        """Kill the process (and anything it started) and wait for it."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self._reader.join(5)
+
+
+def median(values: Sequence[float]) -> float:
+    """The median (the mean of the middle two for an even count)."""
+    return statistics.median(values)
+
+
+def ratio_line(name: str, ours: Sequence[float], java: Sequence[float]) -> str:
+    """``name: median ours / median java = r (per round: ...)`` for rounds paired in order."""
+    per_round = ", ".join(f"{o / j:.2f}" for o, j in zip(ours, java, strict=True) if j)
+    return (
+        f"{name}: median ratio ours/Java {median([o / j for o, j in zip(ours, java, strict=True) if j]):.2f}"
+        f" (per round {per_round})"
+    )

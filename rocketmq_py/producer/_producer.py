@@ -323,9 +323,7 @@ class Producer:
         wrapper.properties[PropertyKey.WAIT_STORE_MSG_OK] = messages[0].properties.get(
             PropertyKey.WAIT_STORE_MSG_OK, "true"
         )
-        inner_ids = []
-        for message in messages:
-            inner_ids.append(self._ensure_uniq_key(message))
+        inner_ids = self._batch_uniq_keys(messages)
         # No UNIQ_KEY on the batch itself: the broker appends the batch's properties to every stored
         # entry and the last UNIQ_KEY wins on decode, so consumers would see one id for the whole
         # batch (the Java client did this until apache/rocketmq#9416).
@@ -560,6 +558,18 @@ class Producer:
             transaction_id=reply.transaction_id,
             region_id=reply.region_id,
         )
+
+    def _batch_uniq_keys(self, messages: Sequence[Message]) -> list[str]:
+        """Every message's UNIQ_KEY, made (at once) for those without one; before any await."""
+        keys = [message.properties.get(PropertyKey.UNIQ_KEY) or "" for message in messages]
+        missing = [index for index, key in enumerate(keys) if not key]
+        if missing:
+            if self._uniq is None:
+                raise StateError("the producer is not started: use `async with Producer(...) as producer`")
+            for index, key in zip(missing, self._uniq.next_many(len(missing)), strict=True):
+                messages[index].properties[PropertyKey.UNIQ_KEY] = key
+                keys[index] = key
+        return keys
 
     def _ensure_uniq_key(self, message: Message) -> str:
         key = message.properties.get(PropertyKey.UNIQ_KEY)

@@ -197,19 +197,23 @@ def validate_message(
         ReservedProperty: a property key is in ``reserved``, or ``INNER_MULTI_DISPATCH`` (light
             message queue names) contains a ``/``, which Java refuses as a path separator.
     """
-    if message.topic not in _VALID_TOPICS:
-        validate_topic(message.topic)
+    topic = message.topic
+    if topic not in _VALID_TOPICS:
+        validate_topic(topic)
         if len(_VALID_TOPICS) >= _VALID_TOPICS_MAX:
             _VALID_TOPICS.clear()
-        _VALID_TOPICS.add(message.topic)
-    if not message.body:
-        raise EmptyBody(f"the body of a message to topic {message.topic!r} is empty")
-    if len(message.body) > max_size:
-        raise MessageTooLarge(len(message.body), max_size)
-    taken = sorted(message.properties.keys() & reserved)
-    if taken:
-        raise ReservedProperty(taken[0])
-    dispatch = message.properties.get(PropertyKey.INNER_MULTI_DISPATCH)
+        _VALID_TOPICS.add(topic)
+    body = message.body
+    if not body:
+        raise EmptyBody(f"the body of a message to topic {topic!r} is empty")
+    if len(body) > max_size:
+        raise MessageTooLarge(len(body), max_size)
+    properties = message.properties
+    if not properties:
+        return
+    if not reserved.isdisjoint(properties):
+        raise ReservedProperty(sorted(properties.keys() & reserved)[0])
+    dispatch = properties.get(PropertyKey.INNER_MULTI_DISPATCH)
     if dispatch is not None and "/" in dispatch:
         raise ReservedProperty(
             PropertyKey.INNER_MULTI_DISPATCH,

@@ -36,20 +36,6 @@ _FIXED: Final = _HEAD.size + _PROPS_LEN.size  # 22 bytes around body and propert
 _MAX_INT32: Final = 2**31 - 1
 
 
-def _encode_one(message: Message, parts: list[bytes]) -> None:
-    props = encode_properties_bytes(message.properties)
-    body = message.body
-    total = _FIXED + len(body) + len(props)
-    if total > _MAX_INT32:
-        raise LocalProtocolError(f"batch entry of {total} bytes does not fit an int32 length")
-    if not -(2**31) <= message.flag <= _MAX_INT32:
-        raise LocalProtocolError(f"message flag {message.flag} does not fit an int32")
-    parts.append(_HEAD.pack(total, 0, 0, message.flag, len(body)))
-    parts.append(body)
-    parts.append(_PROPS_LEN.pack(len(props)))
-    parts.append(props)
-
-
 def encode_batch(messages: Sequence[Message]) -> bytes:
     """Encode messages into a batch body (the topic goes in the request header, not here).
 
@@ -60,8 +46,23 @@ def encode_batch(messages: Sequence[Message]) -> bytes:
             entry size that does not fit an int32.
     """
     parts: list[bytes] = []
+    append = parts.append
+    head = _HEAD.pack
+    props_len = _PROPS_LEN.pack
     for message in messages:
-        _encode_one(message, parts)
+        properties = message.properties
+        props = encode_properties_bytes(properties) if properties else b""
+        body = message.body
+        total = _FIXED + len(body) + len(props)
+        flag = message.flag
+        if total > _MAX_INT32:
+            raise LocalProtocolError(f"batch entry of {total} bytes does not fit an int32 length")
+        if not -(2**31) <= flag <= _MAX_INT32:
+            raise LocalProtocolError(f"message flag {flag} does not fit an int32")
+        append(head(total, 0, 0, flag, len(body)))
+        append(body)
+        append(props_len(len(props)))
+        append(props)
     return b"".join(parts)
 
 
@@ -121,13 +122,19 @@ def validate_batch(messages: Sequence[Message]) -> None:
     """
     if not messages:
         raise InvalidMessage("a batch needs at least one message")
-    topic = messages[0].topic
-    wait = messages[0].wait_store_msg_ok
+    first = messages[0]
+    topic = first.topic
+    if is_retry_topic(topic):  # Java refuses retry topics in batches
+        raise InvalidMessage(f"retry topic {topic!r} is not allowed in a batch")
+    wait = first.wait_store_msg_ok
     for message in messages:
         if message.topic != topic:
             raise InvalidMessage(f"a batch goes to one topic, got {topic!r} and {message.topic!r}")
-        if is_retry_topic(message.topic):  # Java refuses retry topics in batches
-            raise InvalidMessage(f"retry topic {message.topic!r} is not allowed in a batch")
+        properties = message.properties
+        if not properties:  # no delay, WAIT absent (true)
+            if not wait:
+                raise InvalidMessage("all messages of a batch must have the same WAIT (wait_store_msg_ok)")
+            continue
         if message.delay_level > 0:
             raise InvalidMessage("delayed messages are not allowed in a batch")
         if message.wait_store_msg_ok != wait:

@@ -181,6 +181,20 @@ def encode_properties(properties: Mapping[str, str | None]) -> str:
         LocalProtocolError: a key is empty or contains U+0001/U+0002, or a value contains U+0002
             (the string could not be split back into the same properties).
     """
+    # Fast path: joined at once, then checked by counting separators (one per entry each).
+    parts = [f"{key}\x01{value}\x02" for key, value in properties.items() if value]
+    text = "".join(parts)
+    count = len(parts)
+    if (
+        text.count(NAME_VALUE_SEPARATOR) == count
+        and text.count(PROPERTY_SEPARATOR) == count
+        and "" not in properties
+    ):
+        return text
+    return _encode_properties_checked(properties)  # precise errors; allows U+0001 in values
+
+
+def _encode_properties_checked(properties: Mapping[str, str | None]) -> str:
     parts: list[str] = []
     for key, value in properties.items():
         if not value:

@@ -1,9 +1,9 @@
-"""Push-consumer drain rate: rocketmq-py and the official Java benchmark Consumer, same cluster, one run.
+"""Push-consumer drain rate: rocketmq-py and the official Java benchmark Consumer, same cluster, alternating rounds.
 
 A backlog of ``--backlog`` messages (128 B) is stored first in one topic (8 queues on each broker),
 by the Java benchmark ``Producer`` (``--fill java``, the default) or our batch sends (``--fill
-python``, much faster for big backlogs). Then two new groups drain it from the first offset, one
-after the other, with each client's defaults (20 consume threads / tasks, one message a listener
+python``, much faster for big backlogs). Then, in each of ``--rounds`` rounds (the order alternating), two new groups drain
+it from the first offset, one after the other, with each client's defaults (20 consume threads / tasks, one message a listener
 call): the Java ``benchmark.Consumer`` and our ``PushConsumer`` (in a child process of its own).
 Before that, ``--warmup`` messages are stored and drained on another topic, so that neither client
 meets a broker whose pull path is not JIT-compiled yet. A drain is timed from "consumer started"
@@ -16,10 +16,16 @@ to the last message consumed:
   walking back from there recovers the count at every snapshot; the end is interpolated within
   its second. Completeness is then checked with ``mqadmin consumerProgress`` (Diff Total 0).
 
+CPU per message: CPU seconds (user + system, all threads, from ``/proc``) of the client over its
+drain, sampled by this script when the lines that open and close the drain arrive (ours prints
+"start" and "done"; Java's is interpolated at the end found above between its one-second lines),
+divided by the backlog; and the brokers' CPU per message over the same stretch. The end prints the
+medians and the median of the per-round ratios.
+
 Last, our peak RSS (``ru_maxrss`` of the child) while draining ``--rss-backlog`` messages (1M in
 the issue; smaller by default for quick runs) from another topic.
 
-    python benchmarks/consumer.py [--backlog 200000] [--rss-backlog 200000] [--fill java|python]
+    python benchmarks/consumer.py [--rounds 3] [--backlog 200000] [--rss-backlog 200000] [--fill java|python]
                                   [--warmup 100000] [--size 128]
 
 A local two-broker cluster is started unless ROCKETMQ_NAMESRV names one.
@@ -28,17 +34,13 @@ A local two-broker cluster is started unless ROCKETMQ_NAMESRV names one.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import itertools
 import json
 import os
 import re
 import resource
-import signal
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -46,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from _side_by_side import Line, Watched, median, peak_rss_mib, ratio_line
 
 from rocketmq_py import Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.testing import Cluster, resolve_bench, run_java_bench, start_cluster
@@ -120,10 +123,12 @@ async def drain(namesrv: str, topic: str, group: str, count: int) -> dict[str, A
     )
     consumer.subscribe(topic)
     rss_idle = vm_rss_kib()
+    print("start", flush=True)  # the parent samples our CPU at this line and at "done"
     started = time.perf_counter()  # start-up counts (Java's is before its "Consumer Started.")
     async with consumer:
         rss_started = vm_rss_kib()
         await done.wait()
+        print("done", flush=True)
     return {
         "consumed": consumed,
         "seconds": last - started,
@@ -135,19 +140,19 @@ async def drain(namesrv: str, topic: str, group: str, count: int) -> dict[str, A
 
 
 def run_ours(namesrv: str, topic: str, group: str, count: int) -> dict[str, Any]:
-    argv = [sys.executable, __file__, "drain-child", namesrv, topic, group, str(count)]
-    out = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=count / 1000 + 120)
-    if out.returncode != 0:
-        raise SystemExit(f"our drain failed:\n{out.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(out.stdout.splitlines()[-1])
+    child = Watched([sys.executable, __file__, "drain-child", namesrv, topic, group, str(count)])
+    try:
+        start = child.wait_for(r"^start", 60)
+        done = child.wait_for(r"^done", count / 1000 + 120)
+        result: dict[str, Any] = json.loads(child.wait_for(r"^\{", 60).text)
+    finally:
+        child.stop()
+    result["cpu_us"] = (done.cpu - start.cpu) / count * 1e6
+    result["broker_cpu_us"] = (done.broker_cpu - start.broker_cpu) / count * 1e6
     return result
 
 
 # --- the Java benchmark Consumer ------------------------------------------------------------------
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 @dataclass
@@ -155,6 +160,8 @@ class JavaDrain:
     seconds: float
     to_first: float
     peak_rss_kib: int
+    cpu_us: float
+    broker_cpu_us: float
 
 
 def java_count_curve(ticks: list[tuple[float, int]], backlog: int) -> list[tuple[float, float]]:
@@ -194,41 +201,25 @@ def run_java(cluster: Cluster, topic: str, group: str, backlog: int) -> JavaDrai
         BENCH_MAIN_CLASSES["consumer"],
         *("-n", cluster.namesrv_addr, "-t", topic, "-g", group, "-p", "false", "-ri", "1000"),
     ]
-    lines: list[tuple[float, str]] = []
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        env=dict(os.environ, ROCKETMQ_HOME=str(home)),
-        start_new_session=True,
-        preexec_fn=_die_with_parent,
-    )
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append((time.perf_counter(), line))
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    java = Watched(argv, env=dict(os.environ, ROCKETMQ_HOME=str(home)))
     peak_rss = 0
     try:
         deadline = time.perf_counter() + backlog / 1000 + 120
         while True:
-            ticks = [(t, int(m.group(1))) for t, ln in lines if (m := re.search(r"Consume TPS: (\d+)", ln))]
+            ticks = [
+                (ln.at, int(m.group(1)))
+                for ln in java.lines
+                if (m := re.search(r"Consume TPS: (\d+)", ln.text))
+            ]
             if any(tps == 0 and i > 0 and ticks[i - 1][1] > 0 for i, (_, tps) in enumerate(ticks)):
                 break
-            if proc.poll() is not None or time.perf_counter() > deadline:
-                raise SystemExit(
-                    "the Java consumer stopped or stalled:\n" + "".join(ln for _, ln in lines[-40:])
-                )
+            if java.proc.poll() is not None or time.perf_counter() > deadline:
+                raise SystemExit("the Java consumer stopped or stalled:\n" + java.tail())
             time.sleep(0.2)
-        started = next(t for t, ln in lines if "Consumer Started." in ln)
+        started_line = next(ln for ln in java.lines if "Consumer Started." in ln.text)
+        started = started_line.at
         curve = java_count_curve(ticks, backlog)
-        hwm = re.search(r"VmHWM:\s+(\d+)", Path(f"/proc/{proc.pid}/status").read_text())
-        peak_rss = int(hwm.group(1)) if hwm else 0
+        peak_rss = int(peak_rss_mib(java.proc.pid) * 1024)
         # Completeness: the group's committed offsets (persisted every 5 s) reach the backlog.
         for _ in range(10):
             progress = cluster.mqadmin("consumerProgress", "-g", group).output
@@ -238,15 +229,38 @@ def run_java(cluster: Cluster, topic: str, group: str, backlog: int) -> JavaDrai
         else:
             raise SystemExit(f"the Java consumer did not consume everything:\n{progress[-2000:]}")
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        reader.join(5)
+        java.stop()
     end = crossing(curve, backlog)
     first = crossing(curve, 1)
-    return JavaDrain(end - started, first - started, peak_rss)
+    cpu_end, broker_end = cpu_at(java.lines, end)
+    return JavaDrain(
+        end - started,
+        first - started,
+        peak_rss,
+        (cpu_end - started_line.cpu) / backlog * 1e6,
+        (broker_end - started_line.broker_cpu) / backlog * 1e6,
+    )
+
+
+def cpu_at(lines: list[Line], when: float) -> tuple[float, float]:
+    """(client, broker) CPU seconds at ``when``, interpolated between the samples around it."""
+    before = [ln for ln in lines if ln.at <= when]
+    after = [ln for ln in lines if ln.at >= when]
+    if not before or not after:
+        last = (before or after)[-1]
+        return last.cpu, last.broker_cpu
+    a, b = before[-1], after[0]
+    share = 0.0 if b.at == a.at else (when - a.at) / (b.at - a.at)
+    return a.cpu + share * (b.cpu - a.cpu), a.broker_cpu + share * (b.broker_cpu - a.broker_cpu)
 
 
 # --- the run ---------------------------------------------------------------------------------------
+
+
+def _row(side: str, f: tuple[float, ...]) -> str:
+    return (
+        f"    {side:<6} {f[0]:>10,.0f} {f[1]:>8.2f} {f[2]:>11.2f} {f[3]:>9.1f} {f[4]:>10.1f} {f[5]:>7.0f} M"
+    )
 
 
 def run(cluster: Cluster, args: argparse.Namespace) -> None:
@@ -265,22 +279,45 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
     took = fill(cluster, topic, args.backlog, args.size, args.fill)
     print(f"backlog: {args.backlog:,} x {args.size} B stored by the {args.fill} filler in {took:.1f} s\n")
 
-    java = run_java(cluster, topic, f"bench-java-{run_id}", args.backlog)
-    ours = run_ours(cluster.namesrv_addr, topic, f"bench-py-{run_id}", args.backlog)
-    java_rate = args.backlog / java.seconds
-    our_rate = args.backlog / ours["seconds"]
-    print(f"  {'client':<30} {'msgs/s':>10} {'drain s':>8} {'to first s':>11} {'peak RSS':>9}")
-    print(
-        f"  {'Java benchmark.Consumer':<30} {java_rate:>10,.0f} {java.seconds:>8.2f} "
-        f"{java.to_first:>11.2f} {java.peak_rss_kib / 1024:>7.0f} M"
-    )
-    print(
-        f"  {'rocketmq-py PushConsumer':<30} {our_rate:>10,.0f} {ours['seconds']:>8.2f} "
-        f"{ours['to_first']:>11.2f} {ours['peak_rss_kib'] / 1024:>7.0f} M"
-    )
-    print(f"  ratio ours/Java: {our_rate / java_rate:.2f}")
-    if ours["consumed"] != args.backlog:
-        print(f"  (ours consumed {ours['consumed']:,}: {ours['consumed'] - args.backlog:,} redeliveries)")
+    header = f"    {'client':<6} {'msgs/s':>10} {'drain s':>8} {'to first s':>11} {'CPU µs/m':>9} {'broker µs':>10} {'peak RSS':>9}"
+    rows: dict[str, list[tuple[float, float, float, float, float, float]]] = {"java": [], "ours": []}
+    for r in range(args.rounds):
+        print(f"round {r + 1} (fresh groups, the whole backlog from its first offset):")
+        print(header)
+        for side in ["java", "ours"] if r % 2 == 0 else ["ours", "java"]:
+            group = f"bench-{side}-{run_id}-{r}"
+            if side == "java":
+                j = run_java(cluster, topic, group, args.backlog)
+                row = (
+                    args.backlog / j.seconds,
+                    j.seconds,
+                    j.to_first,
+                    j.cpu_us,
+                    j.broker_cpu_us,
+                    j.peak_rss_kib / 1024,
+                )
+            else:
+                o = run_ours(cluster.namesrv_addr, topic, group, args.backlog)
+                row = (
+                    args.backlog / o["seconds"],
+                    o["seconds"],
+                    o["to_first"],
+                    o["cpu_us"],
+                    o["broker_cpu_us"],
+                    o["peak_rss_kib"] / 1024,
+                )
+                if o["consumed"] != args.backlog:
+                    print(
+                        f"    (ours consumed {o['consumed']:,}: {o['consumed'] - args.backlog:,} redeliveries)"
+                    )
+            rows[side].append(row)
+            print(_row(side, row), flush=True)
+    print("\nmedians:")
+    print(header)
+    for side, figures in rows.items():
+        print(_row(side, tuple(median([f[i] for f in figures]) for i in range(6))))
+    print("  " + ratio_line("drain rate", [f[0] for f in rows["ours"]], [f[0] for f in rows["java"]]))
+    print("  " + ratio_line("CPU per message", [f[3] for f in rows["ours"]], [f[3] for f in rows["java"]]))
 
     if args.rss_backlog:
         rss_topic = f"bench-rss-{run_id}"
@@ -302,6 +339,7 @@ def main() -> int:
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backlog", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=3, help="drains of the backlog by each client")
     parser.add_argument(
         "--rss-backlog", type=int, default=200_000, help="0 to skip; the issue asks for 1000000"
     )

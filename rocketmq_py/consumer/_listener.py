@@ -13,6 +13,7 @@ import enum
 import inspect
 import logging
 import time
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
@@ -95,12 +96,30 @@ class RebalanceListener(Protocol):
     def on_assigned(self, queues: list[MessageQueue]) -> Awaitable[None] | None: ...
 
 
+#: Whether each listener seen is async, so that it is inspected once rather than per message.
+_ASYNC_LISTENERS: weakref.WeakKeyDictionary[object, bool] = weakref.WeakKeyDictionary()
+
+
+def _inspect_async(listener: object) -> bool:
+    # An async def, or an object whose __call__ is one (trio refuses to run either in a thread).
+    return inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
+        getattr(listener, "__call__", None)  # noqa: B004 - the method itself is inspected
+    )
+
+
+def _is_async(listener: object) -> bool:
+    try:
+        return _ASYNC_LISTENERS[listener]
+    except KeyError:
+        found = _ASYNC_LISTENERS[listener] = _inspect_async(listener)
+        return found
+    except TypeError:  # not weakly referenceable (or unhashable): inspected every time
+        return _inspect_async(listener)
+
+
 async def invoke_listener(listener: Listener, msgs: list[MessageExt]) -> object:
     """Call ``listener`` with ``msgs``: awaited if it is async, else in a worker thread."""
-    # An async def, or an object whose __call__ is one (trio refuses to run either in a thread).
-    if inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(
-        getattr(listener, "__call__", None)  # noqa: B004 - the method itself is inspected
-    ):
+    if _is_async(listener):
         pending = listener(msgs)
         assert inspect.isawaitable(pending)
         return await pending

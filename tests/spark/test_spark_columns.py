@@ -11,7 +11,9 @@ hand the rest to the general path; either way the batches are equal.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -22,7 +24,9 @@ from rocketmq_py.protocol import MessageExt, SysFlag, build_subscription_data
 from rocketmq_py.protocol._stored import encode_stored_message
 from spark_connector._columns import (
     ReplyChunk,
+    _any_entries,
     _columnar,
+    _plain_entries,
     chunks_to_batch,
     chunks_to_messages,
     last_queue_offset,
@@ -242,3 +246,52 @@ def _raw_property_names(c: ReplyChunk) -> list[list[str]]:
         text = record_bytes[88 + body_len + 1 + topic_len + 2 :].decode()
         out.append([k for k, _, v in (e.partition("\x01") for e in text.split("\x02")) if k and v])
     return out
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda i: common(2 * i), id="one key each, no spaces: no split"),
+        pytest.param(lambda i: common(i, store_host="10.0.0.9:10911", born_host="10.0.0.8:1"), id="one host"),
+        pytest.param(lambda i: record(b"", queue_offset=i), id="no properties at all"),
+    ],
+)
+def test_shortcuts_build_what_the_general_path_builds(make: Callable[[int], bytes]) -> None:
+    chunks = [chunk([make(i) for i in range(10)])]
+    batch = _columnar("b", chunks, accept())
+    assert batch is not None
+    assert batch.equals(reference("b", chunks, "*"))
+
+
+def _texts(rows: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    bounds = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum([len(r) for r in rows], out=bounds[1:])
+    return np.frombuffer(b"".join(rows), np.uint8), bounds
+
+
+plain_rows = st.lists(
+    st.tuples(
+        st.text(st.sampled_from("ab\x00é"), max_size=3), st.text(st.sampled_from("ab \x00"), max_size=3)
+    ),
+    max_size=4,
+).map(lambda pairs: "".join(f"{k}\x01{v}\x02" for k, v in pairs).encode())
+
+
+def _is_plain(row: bytes) -> bool:
+    """``name\\x01value\\x02`` repeated: separators alternate from \\x01, a \\x02 last (or no text)."""
+    kinds = [b for b in row if b in (1, 2)]
+    return not row or (row.endswith(b"\x02") and kinds == [1, 2] * (len(kinds) // 2))
+
+
+@given(st.lists(plain_rows | raw_properties, max_size=6))
+@example([props(("TAGS", "a"), ("KEYS", "k")), b"", props(("UNIQ_KEY", "u"))])
+@example([b"a\x01\x02\x01b\x02"])  # an empty value, then an empty name: both dropped
+@settings(deadline=None, max_examples=500)
+def test_plain_entries_equal_the_general_split(rows: list[bytes]) -> None:
+    """The one-pass split takes exactly the broker-written layout and finds what the general split finds."""
+    text, bounds = _texts(rows)
+    plain = _plain_entries(text, bounds)
+    assert (plain is not None) == all(_is_plain(r) for r in rows)
+    if plain is not None:
+        for got, expected in zip(plain, _any_entries(text, bounds), strict=True):
+            assert got.tolist() == expected.tolist()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import MalformedHeader, broker_error_for
@@ -203,14 +204,15 @@ class RemotingApi:
     async def send_message_frame(
         self,
         address: str,
-        encode: Callable[[int], bytes],
+        encode: Callable[..., bytes],
+        args: tuple[Any, ...] = (),
         *,
         batch: bool = False,
         timeout: float,  # noqa: ASYNC109
     ) -> SendReply:
-        """:meth:`send_message` with the frame built by ``encode(opaque)``, on a live connection without hooks."""
+        """:meth:`send_message` with the frame built by ``encode(opaque, *args)``, on a live connection without hooks."""
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-        reply = await self.pool.request_frame(address, encode, code=code, timeout=timeout)
+        reply = await self.pool.request_frame(address, encode, args, code=code, timeout=timeout)
         self.peer_versions[address] = reply.version
         if reply.code not in _SEND_OK_CODES:
             raise broker_error_for(reply.code, reply.remark)

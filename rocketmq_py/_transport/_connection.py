@@ -32,9 +32,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 import outcome
 import trio
@@ -176,6 +176,8 @@ class Connection:
         # Bytes read so far: a call that timed out compares it with the count when it started.
         self._bytes_received = 0
         self._first_bytes = b""
+        # trio.current_time, minus two calls: the run's clock, read per call (set by serve()).
+        self._now: Callable[[], float] = trio.current_time
 
     def __repr__(self) -> str:
         state = "closed" if self.is_closed else "open"
@@ -248,21 +250,29 @@ class Connection:
         """Whether RPC hooks see every request (then :meth:`request_frame` cannot be used)."""
         return bool(self._hooks)
 
-    # The RPC's own timeout, as request().
-    async def request_frame(
+    # The RPC's own timeout, as request(). Not a coroutine function: it hands back the waiting
+    # coroutine itself, one frame less to suspend and resume on the hot path.
+    def request_frame(
         self,
-        encode: Callable[[int], bytes],
+        encode: Callable[..., bytes],
+        args: tuple[Any, ...] = (),
         *,
         code: int,
-        timeout: float,  # noqa: ASYNC109
-    ) -> RemotingCommand:
+        timeout: float,
+    ) -> Coroutine[Any, Any, RemotingCommand]:
         """Send a request encoded by the caller and wait for its response (the hot path of sends).
 
         Args:
-            encode: builds the whole frame for the fresh ``opaque`` it is given (for example
+            encode: builds the whole frame for the fresh ``opaque`` it is given, as
+                ``encode(opaque, *args)`` (for example
                 :meth:`~rocketmq_py.protocol._template.RequestTemplate.frame`).
+            args: the rest of ``encode``'s arguments.
             code: the request code, for error messages.
             timeout: as :meth:`request`.
+
+        Returns:
+            A coroutine to await for the response. The frame is built and queued when it is
+            made, so build it with ``await conn.request_frame(...)``.
 
         Raises:
             ClientError: the connection has RPC hooks (they need a command: use :meth:`request`).
@@ -271,7 +281,7 @@ class Connection:
         if self._hooks:
             raise ClientError("RPC hooks need a RemotingCommand: send it with request()")
         opaque = self._new_opaque()
-        return await self._exchange(opaque, encode(opaque), code, timeout)
+        return self._exchange(opaque, encode(opaque, *args), code, timeout)
 
     async def _exchange(self, opaque: int, data: bytes, code: int, timeout: float) -> RemotingCommand:  # noqa: ASYNC109
         """Queue the frame ``data`` of request ``opaque`` and wait for its response."""
@@ -282,7 +292,7 @@ class Connection:
         pending = self._pending
         pending[opaque] = slot
         if timeout != math.inf:
-            self._deadlines.arm(trio.current_time() + timeout, opaque, slot)
+            self._deadlines.arm(self._now() + timeout, opaque, slot)
         received_before = self._bytes_received
 
         def abort(_: object) -> trio.lowlevel.Abort:
@@ -454,6 +464,7 @@ class Connection:
         closes and never raises for I/O or protocol failures: those fail the calls instead.
         The connection owns ``stream`` and closes it on the way out.
         """
+        self._now = trio.lowlevel.current_clock().current_time
         try:
             with self._serve_scope:
                 async with trio.open_nursery() as handler_nursery:

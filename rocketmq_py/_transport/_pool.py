@@ -18,11 +18,11 @@ Every connection's reader runs in the pool's nursery: ``async with ConnectionPoo
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import trio
 
@@ -181,15 +181,16 @@ class ConnectionPool:
         """Whether the pool's connections run RPC hooks (ACL signing, recording)."""
         return bool(self._hooks)
 
-    # The RPC's own timeout, as request().
-    async def request_frame(
+    # The RPC's own timeout, as request(). Hands back the connection's coroutine (see there).
+    def request_frame(
         self,
         address: str,
-        encode: Callable[[int], bytes],
+        encode: Callable[..., bytes],
+        args: tuple[Any, ...] = (),
         *,
         code: int,
-        timeout: float,  # noqa: ASYNC109
-    ) -> RemotingCommand:
+        timeout: float,
+    ) -> Coroutine[Any, Any, RemotingCommand]:
         """:meth:`Connection.request_frame` on the pool's live connection to ``address``.
 
         For callers that checked :meth:`is_connected` and :meth:`has_hooks` (the send hot path).
@@ -201,7 +202,7 @@ class ConnectionPool:
         connection = self._connections.get(address)
         if connection is None or self._closed:
             raise ConnectionFailed(f"no open connection to {address}")
-        return await connection.request_frame(encode, code=code, timeout=timeout)
+        return connection.request_frame(encode, args, code=code, timeout=timeout)
 
     async def request(
         self,

@@ -19,10 +19,11 @@ The 4.x client differed (longer benches, ``lastBrokerName`` ignored with fault t
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from rocketmq_py._client._route import TopicPublishInfo
@@ -99,8 +100,23 @@ class FaultItem:
         return now >= self.available_at
 
 
+class _Item:
+    """The table's own, mutable record of one broker (:class:`FaultItem` is its snapshot)."""
+
+    __slots__ = ("available_at", "latency_ms", "reachable")
+
+    def __init__(self, latency_ms: float, available_at: float, reachable: bool) -> None:
+        self.latency_ms = latency_ms
+        self.available_at = available_at
+        self.reachable = reachable
+
+
 class LatencyFaultTolerance:
     """The brokers a producer currently avoids (Java 5.x ``LatencyFaultToleranceImpl``).
+
+    Every send records its latency here and every queue choice asks whether a broker is
+    available, so both are cheap in the common case: a broker that was never benched is
+    available without reading the clock, and a fast send updates its record in place.
 
     Args:
         clock: returns the current time in seconds (monotonic); inject a fake one in tests.
@@ -125,7 +141,14 @@ class LatencyFaultTolerance:
         self._latency_max = tuple(latency_max)
         self._not_available = tuple(not_available)
         self._rng = rng if rng is not None else random.Random()
-        self._items: dict[str, FaultItem] = {}
+        self._items: dict[str, _Item] = {}
+        # Brokers whose bench may not be over yet: broker -> available_at.
+        self._benched: dict[str, float] = {}
+        # Below this latency no threshold benches (duration_for is 0).
+        self._benching_latency = min(
+            (limit for limit, bench in zip(self._latency_max, self._not_available, strict=True) if bench > 0),
+            default=math.inf,
+        )
 
     def duration_for(self, latency_ms: float) -> float:
         """The bench in ms for a send that took ``latency_ms`` (see :func:`duration_for`)."""
@@ -144,13 +167,20 @@ class LatencyFaultTolerance:
             isolation: the attempt failed; bench as if it took :data:`ISOLATION_LATENCY_MS`.
             reachable: whether the broker answered at all.
         """
-        now = self._clock()
-        duration = self.duration_for(ISOLATION_LATENCY_MS if isolation else latency_ms)
-        old = self._items.get(broker)
-        available_at = old.available_at if old is not None else now
-        if duration > 0:
-            available_at = max(available_at, now + duration / 1000)  # only ever extended
-        self._items[broker] = FaultItem(broker, latency_ms, available_at, reachable)
+        judged = ISOLATION_LATENCY_MS if isolation else latency_ms
+        item = self._items.get(broker)
+        if item is None:
+            item = self._items[broker] = _Item(latency_ms, self._clock(), reachable)
+        else:
+            item.latency_ms = latency_ms
+            item.reachable = reachable
+        if judged >= self._benching_latency:
+            duration = self.duration_for(judged)
+            if duration > 0:
+                until = self._clock() + duration / 1000
+                if until > item.available_at:  # only ever extended
+                    item.available_at = until
+                    self._benched[broker] = until
 
     def is_available(self, broker: str) -> bool:
         """``broker`` is not benched (unknown brokers are available).
@@ -161,8 +191,13 @@ class LatencyFaultTolerance:
         Returns:
             ``True`` if the broker has no bench or its bench is over.
         """
-        item = self._items.get(broker)
-        return item is None or item.is_available(self._clock())
+        until = self._benched.get(broker)
+        if until is None:
+            return True
+        if self._clock() >= until:
+            del self._benched[broker]  # over (the clock is monotonic)
+            return True
+        return False
 
     def is_reachable(self, broker: str) -> bool:
         """``broker``'s last recorded send did not fail outright (unknown brokers are reachable).
@@ -185,7 +220,7 @@ class LatencyFaultTolerance:
         """
         item = self._items.get(broker)
         if item is not None:
-            self._items[broker] = replace(item, reachable=reachable)
+            item.reachable = reachable
 
     def remove(self, broker: str) -> None:
         """Forget ``broker`` (it left the route); unknown names are ignored.
@@ -194,6 +229,7 @@ class LatencyFaultTolerance:
             broker: the broker name.
         """
         self._items.pop(broker, None)
+        self._benched.pop(broker, None)
 
     def pick_one_at_least(self) -> str | None:
         """A random reachable broker among those recorded (Java 5.x ``pickOneAtLeast``).
@@ -218,7 +254,10 @@ class LatencyFaultTolerance:
         Returns:
             Broker name -> :class:`FaultItem` (items are immutable).
         """
-        return dict(self._items)
+        return {
+            name: FaultItem(name, item.latency_ms, item.available_at, item.reachable)
+            for name, item in self._items.items()
+        }
 
 
 class QueueSelector:
@@ -243,15 +282,6 @@ class QueueSelector:
     def _next(self, queues: Sequence[MessageQueue]) -> MessageQueue:
         self._index = (self._index + 1 + (1 << 31)) % _INT32 - (1 << 31)  # int32 overflow
         return queues[(self._index & _POSITIVE_MASK) % len(queues)]
-
-    def _first(
-        self, queues: Sequence[MessageQueue], accept: Callable[[MessageQueue], bool]
-    ) -> MessageQueue | None:
-        for _ in range(len(queues)):
-            queue = self._next(queues)
-            if accept(queue):
-                return queue
-        return None
 
     def select(
         self,
@@ -279,22 +309,24 @@ class QueueSelector:
         queues = info.queues
         if not queues:
             raise RouteNotFound(info.topic, detail=f"no writable queue in the route of topic {info.topic!r}")
-
-        def other_broker(queue: MessageQueue) -> bool:
-            return last_broker is None or queue.broker_name != last_broker
-
+        # The filters of the module docstring, walked inline (this runs once per send).
+        count = len(queues)
         if fault is None:
-            filters: tuple[Callable[[MessageQueue], bool], ...] = (other_broker,)
-        else:
-            if reset_index:
-                self.reset_index()
-            filters = (
-                lambda q: fault.is_available(q.broker_name) and other_broker(q),
-                lambda q: fault.is_reachable(q.broker_name) and other_broker(q),
-            )
-        for accept in filters:
-            queue = self._first(queues, accept)
-            if queue is not None:
+            if last_broker is not None:
+                for _ in range(count):
+                    queue = self._next(queues)
+                    if queue.broker_name != last_broker:
+                        return queue
+            return self._next(queues)
+        if reset_index:
+            self.reset_index()
+        for _ in range(count):
+            queue = self._next(queues)
+            if fault.is_available(queue.broker_name) and queue.broker_name != last_broker:
+                return queue
+        for _ in range(count):
+            queue = self._next(queues)
+            if fault.is_reachable(queue.broker_name) and queue.broker_name != last_broker:
                 return queue
         return self._next(queues)
 

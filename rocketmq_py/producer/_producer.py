@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Final, Self
 
 import trio
 
@@ -40,7 +40,7 @@ from rocketmq_py.errors import (
 from rocketmq_py.producer._attempts import FailedAttempt, attempt_timeout, describe_attempts
 from rocketmq_py.producer._fault import FaultConfig, QueueSelector
 from rocketmq_py.producer._selectors import SelectQueue
-from rocketmq_py.producer._send_header import Entries, SendHeader
+from rocketmq_py.producer._send_header import SendHeader, SendParts
 from rocketmq_py.producer._types import SendResult, SendStatus
 from rocketmq_py.producer._validation import (
     DEFAULT_PRODUCER_GROUP,
@@ -63,10 +63,14 @@ from rocketmq_py.protocol import (
     validate_batch,
 )
 from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
+from rocketmq_py.protocol._frozen import slot_builder
 
 __all__ = ["Producer", "ProducerStatistics"]
 
 log = logging.getLogger("rocketmq_py.producer")
+
+_send_result: Final = slot_builder(SendResult)
+_STATUS_BY_CODE: Final = {status.value: status for status in SendStatus}
 
 
 class _DeadlinePassed(Exception):
@@ -170,6 +174,8 @@ class Producer:
         #: False when the producer runs on another client's instance (see :meth:`_attach`).
         self._owns_instance = True
         self._route_rechecked: dict[str, float] = {}
+        # trio.current_time, minus two calls: the run's clock, read per send (set once started).
+        self._now: Callable[[], float] = trio.current_time
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -193,6 +199,7 @@ class Producer:
             instance.routes.default_topic_queue_nums = self.default_topic_queue_nums
             instance.add_producer_group(self.group)
             self._uniq = UniqKeyGenerator(ip=self.config.client_ip)
+            self._now = trio.lowlevel.current_clock().current_time
             self._started(instance)
         except BaseException as exc:
             await instance.__aexit__(type(exc), exc, exc.__traceback__)
@@ -218,6 +225,7 @@ class Producer:
             raise StateError("this producer is already started")
         instance.add_producer_group(self.group)
         self._uniq = UniqKeyGenerator(ip=instance.config.client_ip)
+        self._now = trio.lowlevel.current_clock().current_time
         self._started(instance)
         self._instance = instance
         self._owns_instance = False
@@ -317,8 +325,12 @@ class Producer:
                 encoded size over ``max_message_size``.
         """
         validate_batch(messages)
+        max_size, reserved = self.max_message_size, self._reserved
+        validate_message(messages[0], max_size, reserved=reserved)  # the topic, once: it is theirs all
         for message in messages:
-            validate_message(message, self.max_message_size, reserved=self._reserved)
+            body = message.body
+            if not body or len(body) > max_size or message.properties:
+                validate_message(message, max_size, reserved=reserved)
         wrapper = Message(messages[0].topic, b"")
         wrapper.properties[PropertyKey.WAIT_STORE_MSG_OK] = messages[0].properties.get(
             PropertyKey.WAIT_STORE_MSG_OK, "true"
@@ -354,10 +366,11 @@ class Producer:
         timeout: float | None,  # noqa: ASYNC109
     ) -> SendResult:
         budget = self.send_timeout if timeout is None else timeout
-        deadline = trio.current_time() + budget
+        now = self._now()
+        deadline = now + budget
         failed: list[FailedAttempt] = []
         try:
-            result = await self._attempts(message, batch, selector, arg, queue, failed, deadline)
+            result = await self._attempts(message, batch, selector, arg, queue, failed, now, deadline)
         except _DeadlinePassed:
             self._stats.failed += 1
             timeout_error = RequestTimeout(
@@ -392,11 +405,16 @@ class Producer:
         arg: Any,
         queue: MessageQueue | None,
         failed: list[FailedAttempt],
+        now: float,
         deadline: float,
     ) -> SendResult:
-        """Java's retry loop: each attempt within :func:`attempt_timeout` of the deadline."""
+        """Java's retry loop: each attempt within :func:`attempt_timeout` of the deadline.
+
+        ``now`` is the clock when the send began (the first attempt's start).
+        """
         routes = self.instance.routes
-        info = await self._publish_info(message.topic, deadline)
+        topic = message.topic
+        info = routes.cached_publish_info(topic) or await self._publish_info(topic, deadline)
         single = selector is not None or queue is not None
         attempts = 1 if single else 1 + max(0, self.retry_times)
         last_broker: str | None = None
@@ -405,25 +423,32 @@ class Producer:
         # Java's sendDefaultImpl returns its last sendResult rather than a later failure.
         stored: SendResult | None = None
         timed_out = False
+        fault = self._fault
+        started = now
         for attempt in range(attempts):
             if queue is not None:
                 mq = queue
             elif selector is not None:
                 mq = selector(info.queues, message, arg)
             else:
-                info = routes.cached_publish_info(message.topic) or info  # a recheck may have landed
-                mq = self._selector.select(info, last_broker, self._fault, reset_index=attempt > 0)
-                if mq.broker_name == last_broker or not self._available(mq.broker_name):
-                    self._recheck_route(message.topic)
+                if attempt:
+                    info = routes.cached_publish_info(topic) or info  # a recheck may have landed
+                mq = self._selector.select(info, last_broker, fault, reset_index=attempt > 0)
+                if mq.broker_name == last_broker or (
+                    fault is not None and not fault.is_available(mq.broker_name)
+                ):
+                    self._recheck_route(topic)
             last_broker = mq.broker_name
-            started = trio.current_time()
+            if attempt:
+                started = trio.current_time()
             remaining = deadline - started
             if remaining <= 0:
                 timed_out = True
                 break
-            self._stats.attempts += 1
+            stats = self._stats
+            stats.attempts += 1
             if attempt:
-                self._stats.retries += 1
+                stats.retries += 1
             limit = attempt_timeout(
                 None if single else self.attempt_timeout, remaining, last=attempt + 1 == attempts
             )
@@ -441,16 +466,17 @@ class Producer:
                 self._record(mq.broker_name, started, isolation=True, reachable=False)
                 failed.append(FailedAttempt(attempt + 1, mq.broker_name, exc))
                 if exc.refresh_route:
-                    routes.invalidate(message.topic)
+                    routes.invalidate(topic)
                 if not exc.retriable:
                     if stored is not None:
                         return stored
                     raise
                 log.info("send to %s refused (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
                 if exc.refresh_route:
-                    info = await self._refreshed(message.topic, info, deadline)
+                    info = await self._refreshed(topic, info, deadline)
                 continue
-            self._record(mq.broker_name, started, isolation=False, reachable=True)
+            if fault is not None:
+                fault.update(mq.broker_name, (self._now() - started) * 1000.0, False, True)
             if (
                 result.status is not SendStatus.SEND_OK
                 and self.retry_another_broker_when_not_store_ok
@@ -465,7 +491,7 @@ class Producer:
             raise _DeadlinePassed
         if failed:
             raise failed[-1].error
-        raise RouteNotFound(message.topic, routes.namesrv_addrs, "no attempt could be made")
+        raise RouteNotFound(topic, routes.namesrv_addrs, "no attempt could be made")
 
     async def _refreshed(self, topic: str, info: TopicPublishInfo, deadline: float) -> TopicPublishInfo:
         try:
@@ -511,24 +537,25 @@ class Producer:
     ) -> SendResult:
         """One attempt, all of it (master address, connect, request) within ``timeout`` seconds."""
         instance = self.instance
+        api = instance.api
         address = instance.routes.master_address(mq.broker_name)
         if (
             address is not None
-            and instance.api.pool.is_connected(address)
+            and api.pool.is_connected(address)
             and (batch or DELIVERY_TIME_KEYS.isdisjoint(message.properties))
         ):
             # The common case: nothing to look up or connect, so the request's own timeout is
             # the whole attempt (no scope of our own: this runs per message).
-            recurring, fresh, body = self._header_and_body(message, mq, batch=batch)
-            api = instance.api
+            parts, body = self._parts(message, mq, batch=batch)
             if api.pool.has_hooks():
-                ext_fields = self._send_header.fields(recurring, fresh)
-                reply = await api.send_message(address, ext_fields, body, batch=batch, timeout=timeout)
-            else:  # binary header from the template: the cheapest frame to build
-                frame = self._send_header.template(batch=batch).frame
+                fields = self._send_header.fields(mq, parts, batch=batch)
+                reply = await api.send_message(address, fields, body, batch=batch, timeout=timeout)
+            else:  # the binary frame straight from the header cache: the cheapest to build
+                header = self._send_header
                 reply = await api.send_message_frame(
                     address,
-                    lambda opaque: frame(opaque, recurring, fresh, body),
+                    header.batch_frame if batch else header.single_frame,
+                    (mq, parts, body),
                     batch=batch,
                     timeout=timeout,
                 )
@@ -541,34 +568,38 @@ class Producer:
             scope = trio.CancelScope(deadline=ends + _CUT_GRACE)
             with scope:
                 address, ext_fields, body = await self._prepare(message, mq, batch=batch)
-                reply = await instance.api.send_message(
+                reply = await api.send_message(
                     address, ext_fields, body, batch=batch, timeout=max(0.0, ends - trio.current_time())
                 )
             if scope.cancelled_caught:
                 where = f"connecting to {address}" if address else "looking up its address"
                 raise RequestTimeout(f"{mq.broker_name}: {where} did not finish within {timeout:g} s")
-        return SendResult(
-            status=SendStatus.from_response_code(reply.code) or SendStatus.SEND_OK,
-            msg_id=message.properties.get(PropertyKey.UNIQ_KEY, ""),
-            offset_msg_id=reply.msg_id,
-            queue=mq
-            if mq.queue_id == reply.queue_id
-            else MessageQueue(mq.topic, mq.broker_name, reply.queue_id),
-            queue_offset=reply.queue_offset,
-            transaction_id=reply.transaction_id,
-            region_id=reply.region_id,
+        return _send_result(
+            _STATUS_BY_CODE.get(reply.code, SendStatus.SEND_OK),
+            message.properties.get(PropertyKey.UNIQ_KEY, ""),
+            reply.msg_id,
+            mq if mq.queue_id == reply.queue_id else MessageQueue(mq.topic, mq.broker_name, reply.queue_id),
+            reply.queue_offset,
+            reply.transaction_id,
+            reply.region_id,
         )
 
     def _batch_uniq_keys(self, messages: Sequence[Message]) -> list[str]:
         """Every message's UNIQ_KEY, made (at once) for those without one; before any await."""
-        keys = [message.properties.get(PropertyKey.UNIQ_KEY) or "" for message in messages]
-        missing = [index for index, key in enumerate(keys) if not key]
-        if missing:
-            if self._uniq is None:
-                raise StateError("the producer is not started: use `async with Producer(...) as producer`")
-            for index, key in zip(missing, self._uniq.next_many(len(missing)), strict=True):
-                messages[index].properties[PropertyKey.UNIQ_KEY] = key
-                keys[index] = key
+        if self._uniq is None:
+            raise StateError("the producer is not started: use `async with Producer(...) as producer`")
+        uniq_key = PropertyKey.UNIQ_KEY
+        keys = [message.properties.get(uniq_key) or "" for message in messages]
+        missing = keys.count("")
+        if missing == len(keys):  # the usual batch: none has one yet
+            keys = self._uniq.next_many(missing)
+            for message, key in zip(messages, keys, strict=True):
+                message.properties[uniq_key] = key
+        elif missing:
+            fresh = iter(self._uniq.next_many(missing))
+            for index, message in enumerate(messages):
+                if not keys[index]:
+                    keys[index] = message.properties[uniq_key] = next(fresh)
         return keys
 
     def _ensure_uniq_key(self, message: Message) -> str:
@@ -592,13 +623,11 @@ class Producer:
         if not batch and not DELIVERY_TIME_KEYS.isdisjoint(message.properties):
             # A 4.x broker would deliver at once.
             await require_timer_support(self.instance, address, mq.broker_name, message.properties)
-        recurring, fresh, body = self._header_and_body(message, mq, batch=batch)
-        return address, self._send_header.fields(recurring, fresh), body
+        parts, body = self._parts(message, mq, batch=batch)
+        return address, self._send_header.fields(mq, parts, batch=batch), body
 
-    def _header_and_body(
-        self, message: Message, mq: MessageQueue, *, batch: bool
-    ) -> tuple[Entries, Entries, bytes]:
-        """The varying V2 send header entries and the body of one attempt (see :meth:`_prepare`)."""
+    def _parts(self, message: Message, mq: MessageQueue, *, batch: bool) -> tuple[SendParts, bytes]:
+        """The varying V2 send header values and the body of one attempt (see :meth:`_prepare`)."""
         properties = message.properties
         if not batch:
             self._ensure_uniq_key(message)
@@ -616,12 +645,7 @@ class Producer:
             properties = dict(properties)
             reconsume_times = properties.pop(PropertyKey.RECONSUME_TIME, "") or "0"
             max_reconsume_times = properties.pop(PropertyKey.MAX_RECONSUME_TIMES, None)
-        recurring = SendHeader.recurring(
-            mq,
-            sys_flag=sys_flag,
-            flag=message.flag,
-            reconsume_times=reconsume_times,
-            max_reconsume_times=max_reconsume_times,
-            batch=batch,
+        parts = SendParts(
+            sys_flag, message.flag, reconsume_times, max_reconsume_times, encode_properties(properties)
         )
-        return recurring, SendHeader.fresh(encode_properties(properties)), body
+        return parts, body

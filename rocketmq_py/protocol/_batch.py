@@ -25,7 +25,12 @@ from typing import Final
 from rocketmq_py.errors import InvalidMessage, LocalProtocolError, MalformedMessage
 from rocketmq_py.protocol._message import Message
 from rocketmq_py.protocol._names import is_retry_topic
-from rocketmq_py.protocol._properties import decode_properties, encode_properties_bytes
+from rocketmq_py.protocol._properties import (
+    MAX_PROPERTIES_BYTES,
+    check_properties_size,
+    decode_properties,
+    encode_properties,
+)
 
 __all__ = ["decode_batch", "encode_batch", "iter_batch", "validate_batch"]
 
@@ -39,19 +44,41 @@ _MAX_INT32: Final = 2**31 - 1
 def encode_batch(messages: Sequence[Message]) -> bytes:
     """Encode messages into a batch body (the topic goes in the request header, not here).
 
-    The caller sets each message's UNIQ_KEY first, as the Java producer does.
+    The caller sets each message's UNIQ_KEY first, as the Java producer does. The properties of
+    all messages are joined first and checked once, by counting separators over the whole batch
+    (as :func:`~rocketmq_py.protocol._properties.encode_properties` does per message); a batch
+    that fails the count goes through the per-message encoder for its precise error.
 
     Raises:
         LocalProtocolError: properties that cannot be encoded or exceed 32767 bytes, a flag or an
             entry size that does not fit an int32.
     """
+    texts: list[str] = []
+    entries = 0
+    empty_key = False
+    for message in messages:
+        properties = message.properties
+        if properties:
+            items = [f"{key}\x01{value}\x02" for key, value in properties.items() if value]
+            entries += len(items)
+            texts.append("".join(items))
+            empty_key = empty_key or "" in properties
+        else:
+            texts.append("")
+    joined = "".join(texts)
+    if empty_key or joined.count("\x01") != entries or joined.count("\x02") != entries:
+        texts = [encode_properties(message.properties) for message in messages]  # raises the error
     parts: list[bytes] = []
     append = parts.append
     head = _HEAD.pack
     props_len = _PROPS_LEN.pack
-    for message in messages:
-        properties = message.properties
-        props = encode_properties_bytes(properties) if properties else b""
+    for message, text in zip(messages, texts, strict=True):
+        try:
+            props = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise LocalProtocolError(f"properties are not encodable as UTF-8: {exc}") from None
+        if len(props) > MAX_PROPERTIES_BYTES:
+            check_properties_size(props)
         body = message.body
         total = _FIXED + len(body) + len(props)
         flag = message.flag

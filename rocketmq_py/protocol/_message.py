@@ -87,9 +87,10 @@ class Message:
         self.properties = dict(properties) if properties else {}
         if tags:
             self.properties[PropertyKey.TAGS] = tags
-        joined = _join_keys(keys)
-        if joined:
-            self.properties[PropertyKey.KEYS] = joined
+        if keys:
+            joined = _join_keys(keys)
+            if joined:
+                self.properties[PropertyKey.KEYS] = joined
         if delay_level is not None:
             self.delay_level = delay_level
 

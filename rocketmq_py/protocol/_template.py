@@ -23,10 +23,11 @@ from ..errors import LocalProtocolError
 from ._codes import DEFAULT_VERSION, FLAG_ONEWAY, LanguageCode, SerializeType
 from ._command import RemotingCommand
 
-__all__ = ["RequestTemplate"]
+__all__ = ["RequestTemplate", "encode_entry"]
 
-_PREFIX: Final = struct.Struct(">iI")  # total length, header-length word
 _FIXED: Final = struct.Struct(">hBhiiii")  # code, language, version, opaque, flag, remark len, ext len
+#: Total length and header-length word, then the fixed header fields: everything before extFields.
+_HEAD: Final = struct.Struct(">iI" + _FIXED.format[1:])
 _I16: Final = struct.Struct(">h")
 _I32: Final = struct.Struct(">i")
 _TYPE_BITS: Final = SerializeType.ROCKETMQ << 24
@@ -37,7 +38,12 @@ _MAX_HEADER_LENGTH: Final = 0xFFFFFF
 CACHE_LIMIT: Final = 4096
 
 
-def _entry(key: str, value: str) -> bytes:
+def encode_entry(key: str, value: str) -> bytes:
+    """One ``extFields`` entry as the binary header carries it (empty bytes for an empty key or value).
+
+    Raises:
+        LocalProtocolError: not ``str -> str``, not encodable as UTF-8, or a key over int16.
+    """
     if type(key) is not str or type(value) is not str:
         raise LocalProtocolError(f"extFields entry {key!r}: {value!r} is not str -> str")
     try:
@@ -84,7 +90,7 @@ class RequestTemplate:
         self._version = version
         #: The constant entries, as given.
         self.constant: Mapping[str, str] = dict(constant)
-        self._constant = b"".join(_entry(key, value) for key, value in self.constant.items())
+        self._constant = b"".join(encode_entry(key, value) for key, value in self.constant.items())
         self._cache: dict[tuple[str, str], bytes] = {}
 
     def _varying(self, entries: Iterable[tuple[str, str]]) -> list[bytes]:
@@ -93,7 +99,7 @@ class RequestTemplate:
         for item in entries:
             encoded = cache.get(item)
             if encoded is None:
-                encoded = _entry(*item)
+                encoded = encode_entry(*item)
                 if len(cache) >= CACHE_LIMIT:
                     cache.clear()
                 cache[item] = encoded
@@ -122,16 +128,38 @@ class RequestTemplate:
             LocalProtocolError: an entry, the header or the frame this encoding cannot carry.
         """
         parts = self._varying(recurring)
-        parts.extend(_entry(key, value) for key, value in fresh)
-        ext = b"".join(parts)
+        parts.extend(encode_entry(key, value) for key, value in fresh)
+        return self.frame_from(opaque, b"".join(parts), body, oneway=oneway)
+
+    def encode_entries(self, entries: Iterable[tuple[str, str]]) -> bytes:
+        """The constant entries followed by ``entries``: an ``extFields`` section for :meth:`frame_from`."""
+        return b"".join([self._constant, *(encode_entry(key, value) for key, value in entries)])
+
+    def frame_from(self, opaque: int, ext: bytes, body: bytes, *, oneway: bool = False) -> bytes:
+        """The whole frame of one request whose ``extFields`` section is ``ext``, already encoded.
+
+        ``ext`` is the constant entries (:meth:`encode_entries`) followed by the varying ones, each
+        encoded by :func:`encode_entry`.
+
+        Raises:
+            LocalProtocolError: the header or the frame this encoding cannot carry.
+        """
         header_length = _FIXED.size + len(ext)
         if header_length > _MAX_HEADER_LENGTH:
             raise LocalProtocolError(f"header of {header_length} bytes does not fit 24 bits")
         total = 4 + header_length + len(body)
         if total > _I32_MAX:
             raise LocalProtocolError(f"frame of {total} bytes does not fit an int32 length")
-        head = _PREFIX.pack(total, _TYPE_BITS | header_length) + _FIXED.pack(
-            self._code, self._language, self._version, opaque, FLAG_ONEWAY if oneway else 0, 0, len(ext)
+        head = _HEAD.pack(
+            total,
+            _TYPE_BITS | header_length,
+            self._code,
+            self._language,
+            self._version,
+            opaque,
+            FLAG_ONEWAY if oneway else 0,
+            0,
+            len(ext),
         )
         return b"".join((head, ext, body))
 

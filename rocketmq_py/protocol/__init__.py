@@ -10,6 +10,15 @@ from rocketmq_py.errors import (
     ProtocolError,
     RemoteProtocolError,
 )
+from rocketmq_py.protocol._admin_headers import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+    GetRouteInfoRequestHeader,
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+    UpdateAndCreateTopicRequestHeader,
+    ViewMessageRequestHeader,
+)
 from rocketmq_py.protocol._batch import (
     decode_batch,
     encode_batch,
@@ -64,6 +73,7 @@ from rocketmq_py.protocol._compression import (
     decompress_body,
     maybe_compress,
 )
+from rocketmq_py.protocol._ext_fields import CustomHeader, Int32, Int64, from_ext_fields, to_ext_fields
 from rocketmq_py.protocol._fastjson import (
     MAX_DEPTH,
     FrozenObject,
@@ -75,29 +85,21 @@ from rocketmq_py.protocol._frame import (
     FrameBuffer,
 )
 from rocketmq_py.protocol._headers import (
-    CheckTransactionStateRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     ConsumerSendMsgBackRequestHeader,
-    CustomHeader,
-    EndTransactionRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
     GetMinOffsetResponseHeader,
-    GetRouteInfoRequestHeader,
     HeartbeatRequestHeader,
-    Int32,
-    Int64,
     LockBatchMqRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
-    QueryMessageRequestHeader,
-    QueryMessageResponseHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
@@ -106,13 +108,9 @@ from rocketmq_py.protocol._headers import (
     SendMessageResponseHeader,
     UnlockBatchMqRequestHeader,
     UnregisterClientRequestHeader,
-    UpdateAndCreateTopicRequestHeader,
     UpdateConsumerOffsetRequestHeader,
-    ViewMessageRequestHeader,
-    from_ext_fields,
     send_header_from_v2,
     send_header_to_v2,
-    to_ext_fields,
 )
 from rocketmq_py.protocol._ids import (
     UniqKeyGenerator,

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from rocketmq_py.protocol._admin_headers import GetRouteInfoRequestHeader
 from rocketmq_py.protocol._batch import decode_batch
 from rocketmq_py.protocol._bodies import (
     ConsumeFromWhere,
@@ -38,10 +39,10 @@ from rocketmq_py.protocol._bodies import (
 )
 from rocketmq_py.protocol._codes import FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode, RequestCode, SerializeType
 from rocketmq_py.protocol._command import RemotingCommand, decode_command
+from rocketmq_py.protocol._ext_fields import from_ext_fields, to_ext_fields
 from rocketmq_py.protocol._frame import FrameBuffer
 from rocketmq_py.protocol._headers import (
     GetConsumerListByGroupRequestHeader,
-    GetRouteInfoRequestHeader,
     HeartbeatRequestHeader,
     LockBatchMqRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
@@ -54,8 +55,6 @@ from rocketmq_py.protocol._headers import (
     UnlockBatchMqRequestHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
-    from_ext_fields,
-    to_ext_fields,
 )
 from rocketmq_py.protocol._ids import decode_offset_msg_id
 from rocketmq_py.protocol._message import SysFlag

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from rocketmq_py.protocol._codes import RequestCode
 from rocketmq_py.protocol._ext_fields import Int32, Int64, extra_field, prepare_headers, wire_key
 
 __all__ = [
@@ -32,7 +33,7 @@ __all__ = [
 class EndTransactionRequestHeader:
     """END_TRANSACTION (oneway). ``commit_or_rollback``: 0 unknown, 8 commit, 12 rollback."""
 
-    REQUEST_CODE: ClassVar[int | None] = 37  # END_TRANSACTION
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.END_TRANSACTION
 
     producer_group: str
     tran_state_table_offset: Int64
@@ -50,7 +51,7 @@ class EndTransactionRequestHeader:
 class CheckTransactionStateRequestHeader:
     """CHECK_TRANSACTION_STATE (broker -> client, oneway); body is the half message."""
 
-    REQUEST_CODE: ClassVar[int | None] = 39  # CHECK_TRANSACTION_STATE
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.CHECK_TRANSACTION_STATE
 
     tran_state_table_offset: Int64
     commit_log_offset: Int64
@@ -72,7 +73,7 @@ class GetRouteInfoRequestHeader:
     ``accept_standard_json_only=True`` asks for quoted map keys whatever our ``version``.
     """
 
-    REQUEST_CODE: ClassVar[int | None] = 105  # GET_ROUTEINFO_BY_TOPIC
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.GET_ROUTEINFO_BY_TOPIC
 
     topic: str
     accept_standard_json_only: bool | None = None
@@ -83,7 +84,7 @@ class GetRouteInfoRequestHeader:
 class UpdateAndCreateTopicRequestHeader:
     """UPDATE_AND_CREATE_TOPIC (admin, to a broker); Java's CreateTopicRequestHeader."""
 
-    REQUEST_CODE: ClassVar[int | None] = 17  # UPDATE_AND_CREATE_TOPIC
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.UPDATE_AND_CREATE_TOPIC
 
     topic: str
     default_topic: str
@@ -102,7 +103,7 @@ class UpdateAndCreateTopicRequestHeader:
 class ViewMessageRequestHeader:
     """VIEW_MESSAGE_BY_ID: ``offset`` is the commit-log offset from an offset msgId."""
 
-    REQUEST_CODE: ClassVar[int | None] = 33  # VIEW_MESSAGE_BY_ID
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.VIEW_MESSAGE_BY_ID
 
     offset: Int64
     topic: str | None = None
@@ -113,7 +114,7 @@ class ViewMessageRequestHeader:
 class QueryMessageRequestHeader:
     """QUERY_MESSAGE: look messages up by key in the broker's index."""
 
-    REQUEST_CODE: ClassVar[int | None] = 12  # QUERY_MESSAGE
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.QUERY_MESSAGE
 
     topic: str
     key: str

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from rocketmq_py.protocol._codes import RequestCode
 from rocketmq_py.protocol._ext_fields import (
     Int32,
     Int64,
@@ -69,7 +70,7 @@ __all__ = [
 class SendMessageRequestHeader:
     """SEND_MESSAGE request header, long field names."""
 
-    REQUEST_CODE: ClassVar[int | None] = 10  # SEND_MESSAGE
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.SEND_MESSAGE
 
     producer_group: str
     topic: str
@@ -93,10 +94,11 @@ class SendMessageRequestHeaderV2:
     """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE / SEND_REPLY_MESSAGE_V2 header: one-letter keys.
 
     Same content as :class:`SendMessageRequestHeader` (see :func:`send_header_to_v2`); the long
-    header's ``bname`` travels as ``n``. Used by codes 310 (default), 320 and 325.
+    header's ``bname`` travels as ``n``. Used by SEND_MESSAGE_V2 (the default),
+    SEND_BATCH_MESSAGE and SEND_REPLY_MESSAGE_V2.
     """
 
-    REQUEST_CODE: ClassVar[int | None] = 310  # SEND_MESSAGE_V2
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.SEND_MESSAGE_V2
 
     a: str  # producerGroup
     b: str  # topic
@@ -194,7 +196,7 @@ class SendMessageResponseHeader:
 class PullMessageRequestHeader:
     """PULL_MESSAGE (11) request header; LITE_PULL_MESSAGE (361) uses the same one."""
 
-    REQUEST_CODE: ClassVar[int | None] = 11  # PULL_MESSAGE
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.PULL_MESSAGE
 
     consumer_group: str
     topic: str
@@ -238,7 +240,7 @@ class PullMessageResponseHeader:
 class QueryConsumerOffsetRequestHeader:
     """QUERY_CONSUMER_OFFSET: the group's committed offset for one queue."""
 
-    REQUEST_CODE: ClassVar[int | None] = 14  # QUERY_CONSUMER_OFFSET
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.QUERY_CONSUMER_OFFSET
 
     consumer_group: str
     topic: str
@@ -262,7 +264,7 @@ class QueryConsumerOffsetResponseHeader:
 class UpdateConsumerOffsetRequestHeader:
     """UPDATE_CONSUMER_OFFSET (often oneway): commit the group's offset for one queue."""
 
-    REQUEST_CODE: ClassVar[int | None] = 15  # UPDATE_CONSUMER_OFFSET
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.UPDATE_CONSUMER_OFFSET
 
     consumer_group: str
     topic: str
@@ -276,7 +278,7 @@ class UpdateConsumerOffsetRequestHeader:
 class GetMaxOffsetRequestHeader:
     """GET_MAX_OFFSET: the queue's next write offset."""
 
-    REQUEST_CODE: ClassVar[int | None] = 30  # GET_MAX_OFFSET
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.GET_MAX_OFFSET
 
     topic: str
     queue_id: Int32
@@ -299,7 +301,7 @@ class GetMaxOffsetResponseHeader:
 class GetMinOffsetRequestHeader:
     """GET_MIN_OFFSET: the queue's oldest retained offset."""
 
-    REQUEST_CODE: ClassVar[int | None] = 31  # GET_MIN_OFFSET
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.GET_MIN_OFFSET
 
     topic: str
     queue_id: Int32
@@ -325,7 +327,7 @@ class SearchOffsetRequestHeader:
     several share the timestamp; the broker compares case-insensitively.
     """
 
-    REQUEST_CODE: ClassVar[int | None] = 29  # SEARCH_OFFSET_BY_TIMESTAMP
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.SEARCH_OFFSET_BY_TIMESTAMP
 
     topic: str
     queue_id: Int32
@@ -352,7 +354,7 @@ class SearchOffsetResponseHeader:
 class HeartbeatRequestHeader:
     """HEART_BEAT: no fields of its own (the body is HeartbeatData)."""
 
-    REQUEST_CODE: ClassVar[int | None] = 34  # HEART_BEAT
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.HEART_BEAT
 
     extra: Mapping[str, str] = extra_field()
 
@@ -365,7 +367,7 @@ class ConsumerSendMsgBackRequestHeader:
     pick ``3 + reconsumeTimes``.
     """
 
-    REQUEST_CODE: ClassVar[int | None] = 36  # CONSUMER_SEND_MSG_BACK
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.CONSUMER_SEND_MSG_BACK
 
     offset: Int64
     group: str
@@ -382,7 +384,7 @@ class ConsumerSendMsgBackRequestHeader:
 class GetConsumerListByGroupRequestHeader:
     """GET_CONSUMER_LIST_BY_GROUP; the reply body is ConsumerListBody."""
 
-    REQUEST_CODE: ClassVar[int | None] = 38  # GET_CONSUMER_LIST_BY_GROUP
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.GET_CONSUMER_LIST_BY_GROUP
 
     consumer_group: str
     extra: Mapping[str, str] = extra_field()
@@ -392,7 +394,7 @@ class GetConsumerListByGroupRequestHeader:
 class UnregisterClientRequestHeader:
     """UNREGISTER_CLIENT: sent to every broker on shutdown."""
 
-    REQUEST_CODE: ClassVar[int | None] = 35  # UNREGISTER_CLIENT
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.UNREGISTER_CLIENT
 
     client_id: str = field(metadata=wire_key("clientID"))
     producer_group: str | None = None
@@ -404,7 +406,7 @@ class UnregisterClientRequestHeader:
 class NotifyConsumerIdsChangedRequestHeader:
     """NOTIFY_CONSUMER_IDS_CHANGED (broker -> client, oneway): rebalance now."""
 
-    REQUEST_CODE: ClassVar[int | None] = 40  # NOTIFY_CONSUMER_IDS_CHANGED
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.NOTIFY_CONSUMER_IDS_CHANGED
 
     consumer_group: str
     extra: Mapping[str, str] = extra_field()
@@ -414,7 +416,7 @@ class NotifyConsumerIdsChangedRequestHeader:
 class LockBatchMqRequestHeader:
     """LOCK_BATCH_MQ: no fields (the body is LockBatchRequestBody)."""
 
-    REQUEST_CODE: ClassVar[int | None] = 41  # LOCK_BATCH_MQ
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.LOCK_BATCH_MQ
 
     extra: Mapping[str, str] = extra_field()
 
@@ -423,7 +425,7 @@ class LockBatchMqRequestHeader:
 class UnlockBatchMqRequestHeader:
     """UNLOCK_BATCH_MQ: no fields (the body is UnlockBatchRequestBody)."""
 
-    REQUEST_CODE: ClassVar[int | None] = 42  # UNLOCK_BATCH_MQ
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.UNLOCK_BATCH_MQ
 
     extra: Mapping[str, str] = extra_field()
 
@@ -432,7 +434,7 @@ class UnlockBatchMqRequestHeader:
 class ResetOffsetRequestHeader:
     """RESET_CONSUMER_CLIENT_OFFSET (broker -> client, oneway); body is ResetOffsetBody."""
 
-    REQUEST_CODE: ClassVar[int | None] = 220  # RESET_CONSUMER_CLIENT_OFFSET
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.RESET_CONSUMER_CLIENT_OFFSET
 
     topic: str
     group: str
@@ -447,7 +449,7 @@ class ResetOffsetRequestHeader:
 class GetConsumerRunningInfoRequestHeader:
     """GET_CONSUMER_RUNNING_INFO (broker -> client, needs a reply)."""
 
-    REQUEST_CODE: ClassVar[int | None] = 307  # GET_CONSUMER_RUNNING_INFO
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.GET_CONSUMER_RUNNING_INFO
 
     consumer_group: str
     client_id: str
@@ -459,7 +461,7 @@ class GetConsumerRunningInfoRequestHeader:
 class ConsumeMessageDirectlyResultRequestHeader:
     """CONSUME_MESSAGE_DIRECTLY (broker -> client, needs a reply); body is one stored message."""
 
-    REQUEST_CODE: ClassVar[int | None] = 309  # CONSUME_MESSAGE_DIRECTLY
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.CONSUME_MESSAGE_DIRECTLY
 
     consumer_group: str
     client_id: str | None = None

@@ -34,7 +34,6 @@ from rocketmq_py.protocol._bodies import (
     ConsumeType,
     ExpressionType,
     HeartbeatData,
-    JsonBody,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageModel,
@@ -46,8 +45,6 @@ from rocketmq_py.protocol._bodies import (
     TopicRouteData,
     UnlockBatchRequestBody,
     build_subscription_data,
-    decode_body,
-    encode_body,
     java_string_hash,
 )
 from rocketmq_py.protocol._codes import (
@@ -120,6 +117,7 @@ from rocketmq_py.protocol._ids import (
     pack_socket_address,
     uniq_key_timestamp,
 )
+from rocketmq_py.protocol._json_body import JsonBody, decode_body, encode_body
 from rocketmq_py.protocol._message import (
     Message,
     MessageExt,

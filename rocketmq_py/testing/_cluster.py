@@ -296,8 +296,9 @@ def topic_route(
     namesrv: str, topic: str, *, ssl_context: ssl.SSLContext | None = None
 ) -> TopicRouteData | None:
     """The NameServer's route for ``topic`` (GET_ROUTEINFO_BY_TOPIC, code 105); None when it has none."""
-    from rocketmq_py.protocol._bodies import TopicRouteData, decode_body
+    from rocketmq_py.protocol._bodies import TopicRouteData
     from rocketmq_py.protocol._codes import RequestCode
+    from rocketmq_py.protocol._json_body import decode_body
 
     code, body = _call(
         namesrv,

@@ -67,8 +67,6 @@ from rocketmq_py.protocol._bodies import (
     QueueData,
     TopicRouteData,
     UnlockBatchRequestBody,
-    decode_body,
-    encode_body,
 )
 from rocketmq_py.protocol._codes import RequestCode, ResponseCode
 from rocketmq_py.protocol._command import RemotingCommand
@@ -93,6 +91,7 @@ from rocketmq_py.protocol._headers import (
     UpdateConsumerOffsetRequestHeader,
     send_header_from_v2,
 )
+from rocketmq_py.protocol._json_body import decode_body, encode_body
 from rocketmq_py.protocol._message import Message, MessageExt
 from rocketmq_py.protocol._names import dlq_topic, is_retry_topic, retry_topic
 from rocketmq_py.protocol._properties import PropertyKey, decode_properties

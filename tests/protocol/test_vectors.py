@@ -34,8 +34,6 @@ from rocketmq_py.protocol._bodies import (
     MessageQueue,
     TopicRouteData,
     UnlockBatchRequestBody,
-    decode_body,
-    encode_body,
 )
 from rocketmq_py.protocol._codes import FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode, RequestCode, SerializeType
 from rocketmq_py.protocol._command import RemotingCommand, decode_command
@@ -57,6 +55,7 @@ from rocketmq_py.protocol._headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from rocketmq_py.protocol._ids import decode_offset_msg_id
+from rocketmq_py.protocol._json_body import decode_body, encode_body
 from rocketmq_py.protocol._message import SysFlag
 from rocketmq_py.protocol._properties import decode_properties
 from rocketmq_py.protocol._stored import decode_messages

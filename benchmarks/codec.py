@@ -14,7 +14,8 @@ from collections.abc import Callable
 from rocketmq_py.protocol import _stored
 from rocketmq_py.protocol._codes import RequestCode
 from rocketmq_py.protocol._command import RemotingCommand
-from rocketmq_py.protocol._headers import SendMessageRequestHeaderV2, to_ext_fields
+from rocketmq_py.protocol._ext_fields import to_ext_fields
+from rocketmq_py.protocol._headers import SendMessageRequestHeaderV2
 from rocketmq_py.protocol._ids import UniqKeyGenerator
 from rocketmq_py.protocol._message import Message, MessageExt
 from rocketmq_py.protocol._properties import PropertyKey, encode_properties

@@ -52,8 +52,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: Java ``RequestCode.PUT_KV_CONFIG`` (not among the client's codes).
-PUT_KV_CONFIG = 100
 #: The NameServer KV namespace of order topics (Java ``NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG``).
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 #: Read and write (Java ``TopicConfig`` default perm, ``PermName.PERM_READ | PERM_WRITE``).
@@ -66,7 +64,7 @@ ROUTE_POLL_INTERVAL = 0.2
 class PutKVConfigRequestHeader:
     """PUT_KV_CONFIG (to a NameServer); Java's ``PutKVConfigRequestHeader``."""
 
-    REQUEST_CODE: ClassVar[int | None] = PUT_KV_CONFIG
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.PUT_KV_CONFIG
 
     namespace: str
     key: str
@@ -253,7 +251,7 @@ class Admin:
             conf = order_conf({name: queues for name in masters})
             kv = PutKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic, value=conf)
             for address in self.namesrv_addrs:  # Java: every NameServer, not just one
-                await self.api.call(address, PUT_KV_CONFIG, kv)
+                await self.api.call(address, RequestCode.PUT_KV_CONFIG, kv)
         return created
 
     async def wait_for_route(self, topic: str, brokers: Mapping[str, int], timeout: float) -> TopicRouteData:  # noqa: ASYNC109

@@ -10,6 +10,15 @@ from rocketmq_py.errors import (
     ProtocolError,
     RemoteProtocolError,
 )
+from rocketmq_py.protocol._admin_headers import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+    GetRouteInfoRequestHeader,
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+    UpdateAndCreateTopicRequestHeader,
+    ViewMessageRequestHeader,
+)
 from rocketmq_py.protocol._batch import (
     decode_batch,
     encode_batch,
@@ -25,7 +34,6 @@ from rocketmq_py.protocol._bodies import (
     ConsumeType,
     ExpressionType,
     HeartbeatData,
-    JsonBody,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageModel,
@@ -37,8 +45,6 @@ from rocketmq_py.protocol._bodies import (
     TopicRouteData,
     UnlockBatchRequestBody,
     build_subscription_data,
-    decode_body,
-    encode_body,
     java_string_hash,
 )
 from rocketmq_py.protocol._codes import (
@@ -64,6 +70,7 @@ from rocketmq_py.protocol._compression import (
     decompress_body,
     maybe_compress,
 )
+from rocketmq_py.protocol._ext_fields import CustomHeader, Int32, Int64, from_ext_fields, to_ext_fields
 from rocketmq_py.protocol._fastjson import (
     MAX_DEPTH,
     FrozenObject,
@@ -75,29 +82,21 @@ from rocketmq_py.protocol._frame import (
     FrameBuffer,
 )
 from rocketmq_py.protocol._headers import (
-    CheckTransactionStateRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     ConsumerSendMsgBackRequestHeader,
-    CustomHeader,
-    EndTransactionRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetConsumerRunningInfoRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
     GetMinOffsetResponseHeader,
-    GetRouteInfoRequestHeader,
     HeartbeatRequestHeader,
-    Int32,
-    Int64,
     LockBatchMqRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
-    QueryMessageRequestHeader,
-    QueryMessageResponseHeader,
     ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
@@ -106,13 +105,9 @@ from rocketmq_py.protocol._headers import (
     SendMessageResponseHeader,
     UnlockBatchMqRequestHeader,
     UnregisterClientRequestHeader,
-    UpdateAndCreateTopicRequestHeader,
     UpdateConsumerOffsetRequestHeader,
-    ViewMessageRequestHeader,
-    from_ext_fields,
     send_header_from_v2,
     send_header_to_v2,
-    to_ext_fields,
 )
 from rocketmq_py.protocol._ids import (
     UniqKeyGenerator,
@@ -122,6 +117,7 @@ from rocketmq_py.protocol._ids import (
     pack_socket_address,
     uniq_key_timestamp,
 )
+from rocketmq_py.protocol._json_body import JsonBody, decode_body, encode_body
 from rocketmq_py.protocol._message import (
     Message,
     MessageExt,

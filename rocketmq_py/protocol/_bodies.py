@@ -2,12 +2,12 @@
 
 Wire format
 -----------
-These bodies are JSON objects written by Java's fastjson: UTF-8, compact, fields in
-alphabetical order, ``null`` fields left out, enums by name, Java ``Set``s as arrays. Two
-departures from standard JSON occur (see :mod:`._fastjson`): integer map keys written bare
-(``"brokerAddrs":{0:"host:10911"}`` in route data from old name servers, and always in cluster
-info) and ``MessageQueue`` objects used as map keys (``ResetOffsetBody.offsetTable``). Decoding
-therefore always goes through :func:`parse_fastjson`, which accepts both forms.
+Each body is a :class:`JsonBody` dataclass: its fields are the keys of a fastjson object, named and
+converted by the mapping of :mod:`._json_body` (camelCase field names unless a field names its
+key, enums by name, sets as sorted arrays, ``None`` left out). Two bodies use fastjson's
+departures from standard JSON: integer map keys written bare (``"brokerAddrs":{0:"host:10911"}``
+in route data from old name servers, and always in cluster info) and ``MessageQueue`` objects used
+as map keys (``ResetOffsetBody.offsetTable``).
 
 Shapes (wire keys)::
 
@@ -30,24 +30,21 @@ Shapes (wire keys)::
                        zoneName?}
     ResetOffsetBody   {offsetTable:{<MessageQueue object>:offset}}
 
-:func:`encode_body` writes compact JSON with sorted keys (so output is deterministic); sets are
-written sorted. :func:`decode_body` ignores keys it does not know and raises
-:class:`MalformedBody` for a wrong type or a missing required key.
+Every body here fits the declarative mapping; none writes its own ``to_json`` / ``from_json``.
 """
 
 from __future__ import annotations
 
 import enum
-import json
-import re
 import sys
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar
 
-from rocketmq_py.errors import ClientError, LocalProtocolError, MalformedBody
-from rocketmq_py.protocol._fastjson import FrozenObject, dump_fastjson, parse_fastjson
+from rocketmq_py.errors import ClientError
+from rocketmq_py.protocol._ext_fields import wire_key
+from rocketmq_py.protocol._json_body import JsonBody, prepare_bodies
 
 __all__ = [
     "SUB_ALL",
@@ -58,7 +55,6 @@ __all__ = [
     "ConsumerListBody",
     "ExpressionType",
     "HeartbeatData",
-    "JsonBody",
     "LockBatchRequestBody",
     "LockBatchResponseBody",
     "MessageModel",
@@ -70,8 +66,6 @@ __all__ = [
     "TopicRouteData",
     "UnlockBatchRequestBody",
     "build_subscription_data",
-    "decode_body",
-    "encode_body",
     "java_string_hash",
 ]
 
@@ -132,123 +126,6 @@ class ConsumeFromWhere(enum.StrEnum):
     CONSUME_FROM_TIMESTAMP = "CONSUME_FROM_TIMESTAMP"
 
 
-# --- typed access to decoded JSON ----------------------------------------------------------------
-
-_MISSING: Any = object()
-_INT_KEY = re.compile(r"-?[0-9]{1,19}")
-
-
-def _object(value: Any, where: str) -> Mapping[Any, Any]:
-    if not isinstance(value, Mapping):
-        raise MalformedBody(f"{where}: expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _get(obj: Mapping[Any, Any], key: str, kind: type, where: str, default: Any = _MISSING) -> Any:
-    value = obj.get(key)
-    if value is None:  # fastjson omits nulls; treat an explicit null the same way
-        if default is _MISSING:
-            raise MalformedBody(f"{where}: required key {key!r} is missing")
-        return default
-    if type(value) is not kind and not (kind is not int and isinstance(value, kind)):
-        raise MalformedBody(f"{where}.{key}: expected {kind.__name__}, got {type(value).__name__}")
-    return value
-
-
-def _str(obj: Mapping[Any, Any], key: str, where: str, default: Any = _MISSING) -> str:
-    value: str = _get(obj, key, str, where, default)
-    return value
-
-
-def _opt_str(obj: Mapping[Any, Any], key: str, where: str) -> str | None:
-    value: str | None = _get(obj, key, str, where, None)
-    return value
-
-
-def _int(obj: Mapping[Any, Any], key: str, where: str, default: Any = _MISSING) -> int:
-    value: int = _get(obj, key, int, where, default)  # exact int: rejects bool and float
-    return value
-
-
-def _bool(obj: Mapping[Any, Any], key: str, where: str, default: Any = _MISSING) -> bool:
-    value: bool = _get(obj, key, bool, where, default)
-    return value
-
-
-def _list(obj: Mapping[Any, Any], key: str, where: str) -> list[Any]:
-    value: list[Any] = _get(obj, key, list, where, [])
-    return value
-
-
-_E = TypeVar("_E", bound=enum.Enum)
-
-
-def _enum(cls: type[_E], obj: Mapping[Any, Any], key: str, where: str) -> _E:
-    name = _str(obj, key, where)
-    try:
-        return cls[name]
-    except KeyError:
-        raise MalformedBody(f"{where}.{key}: unknown {cls.__name__} {name!r}") from None
-
-
-def _strings(values: Iterable[Any], where: str) -> tuple[str, ...]:
-    out = tuple(values)
-    if not all(type(v) is str for v in out):
-        raise MalformedBody(f"{where}: expected a list of strings")
-    return out
-
-
-class JsonBody:
-    """Base of the body types: :func:`encode_body` / :func:`decode_body` work on any subclass."""
-
-    __slots__ = ()
-
-    #: The body needs fastjson's object-as-key form (not expressible in standard JSON).
-    _OBJECT_KEYS: ClassVar[bool] = False
-
-    def to_json(self) -> Any:
-        """This value as Python JSON data (dicts may have ``int``/``FrozenObject`` keys)."""
-        raise NotImplementedError
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        """Build from parsed JSON data; raises :class:`MalformedBody` on a schema mismatch."""
-        raise NotImplementedError
-
-
-B = TypeVar("B", bound=JsonBody)
-
-
-def encode_body(body: JsonBody, *, bare_keys: bool = False) -> bytes:
-    """Encode a body as compact UTF-8 JSON with sorted keys.
-
-    Args:
-        body: the value to encode.
-        bare_keys: write integer map keys unquoted, as fastjson's default output does (what an
-            old name server sends); a fake server can use it to exercise the quirk.
-
-    Raises:
-        LocalProtocolError: a value JSON cannot carry (e.g. a string with a lone surrogate).
-    """
-    value = body.to_json()
-    if bare_keys or body._OBJECT_KEYS:
-        return dump_fastjson(value)
-    try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
-        return text.encode("utf-8")
-    except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
-        raise LocalProtocolError(f"cannot encode {type(body).__name__} as JSON: {exc}") from None
-
-
-def decode_body(cls: type[B], data: bytes | bytearray | memoryview | str) -> B:
-    """Decode a JSON body (standard or fastjson dialect) into ``cls``; unknown keys are ignored.
-
-    Raises:
-        MalformedBody: the bytes are not JSON, or do not fit the schema of ``cls``.
-    """
-    return cls.from_json(parse_fastjson(data))
-
-
 # --- message queues and locks --------------------------------------------------------------------
 
 
@@ -264,26 +141,6 @@ class MessageQueue(JsonBody):
     broker_name: str
     queue_id: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        obj = _object(value, "MessageQueue")
-        return cls(
-            _str(obj, "topic", "MessageQueue"),
-            _str(obj, "brokerName", "MessageQueue"),
-            _int(obj, "queueId", "MessageQueue"),
-        )
-
-
-def _mq_set(values: list[Any]) -> frozenset[MessageQueue]:
-    return frozenset(MessageQueue.from_json(v) for v in values)
-
-
-def _mq_list(queues: frozenset[MessageQueue]) -> list[dict[str, Any]]:
-    return [mq.to_json() for mq in sorted(queues)]
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _QueueLockBody(JsonBody):
@@ -291,25 +148,6 @@ class _QueueLockBody(JsonBody):
     client_id: str
     only_this_broker: bool = False
     mq_set: frozenset[MessageQueue] = frozenset()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "clientId": self.client_id,
-            "consumerGroup": self.consumer_group,
-            "mqSet": _mq_list(self.mq_set),
-            "onlyThisBroker": self.only_this_broker,
-        }
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        where = cls.__name__
-        obj = _object(value, where)
-        return cls(
-            consumer_group=_str(obj, "consumerGroup", where),
-            client_id=_str(obj, "clientId", where),
-            only_this_broker=_bool(obj, "onlyThisBroker", where, False),
-            mq_set=_mq_set(_list(obj, "mqSet", where)),
-        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -326,15 +164,7 @@ class UnlockBatchRequestBody(_QueueLockBody):
 class LockBatchResponseBody(JsonBody):
     """LOCK_BATCH_MQ reply: the subset of the requested queues that is now locked for us."""
 
-    lock_ok_mq_set: frozenset[MessageQueue] = frozenset()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"lockOKMQSet": _mq_list(self.lock_ok_mq_set)}
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        obj = _object(value, cls.__name__)
-        return cls(lock_ok_mq_set=_mq_set(_list(obj, "lockOKMQSet", cls.__name__)))
+    lock_ok_mq_set: frozenset[MessageQueue] = field(default=frozenset(), metadata=wire_key("lockOKMQSet"))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -342,15 +172,6 @@ class ConsumerListBody(JsonBody):
     """GET_CONSUMER_LIST_BY_GROUP reply: the client ids of the group's live members."""
 
     consumer_id_list: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"consumerIdList": list(self.consumer_id_list)}
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        where = cls.__name__
-        obj = _object(value, where)
-        return cls(consumer_id_list=_strings(_list(obj, "consumerIdList", where), where))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -363,23 +184,6 @@ class ResetOffsetBody(JsonBody):
     _OBJECT_KEYS: ClassVar[bool] = True
 
     offset_table: Mapping[MessageQueue, int] = field(default_factory=dict, hash=False)
-
-    def to_json(self) -> dict[Any, Any]:
-        return {"offsetTable": {FrozenObject(mq.to_json()): off for mq, off in self.offset_table.items()}}
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        where = f"{cls.__name__}.offsetTable"
-        obj = _object(value, cls.__name__)
-        table = _object(_get(obj, "offsetTable", dict, cls.__name__, {}), where)
-        offsets: dict[MessageQueue, int] = {}
-        for key, offset in table.items():
-            if not isinstance(key, Mapping):
-                raise MalformedBody(f"{where}: expected MessageQueue object keys, got {key!r}")
-            if type(offset) is not int:
-                raise MalformedBody(f"{where}: expected an int offset, got {type(offset).__name__}")
-            offsets[MessageQueue.from_json(key)] = offset
-        return cls(offset_table=offsets)
 
 
 # --- heartbeat -----------------------------------------------------------------------------------
@@ -400,38 +204,6 @@ class SubscriptionData(JsonBody):
     tags_set: frozenset[str] = frozenset()
     code_set: frozenset[int] = frozenset()
     class_filter_mode: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "classFilterMode": self.class_filter_mode,
-            "codeSet": sorted(self.code_set),
-            "expressionType": self.expression_type.value,
-            "subString": self.sub_string,
-            "subVersion": self.sub_version,
-            "tagsSet": sorted(self.tags_set),
-            "topic": self.topic,
-        }
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        where = cls.__name__
-        obj = _object(value, where)
-        codes = _list(obj, "codeSet", where)
-        if not all(type(code) is int for code in codes):
-            raise MalformedBody(f"{where}.codeSet: expected a list of ints")
-        return cls(
-            topic=_str(obj, "topic", where),
-            sub_string=_str(obj, "subString", where),
-            sub_version=_int(obj, "subVersion", where),
-            expression_type=(
-                _enum(ExpressionType, obj, "expressionType", where)
-                if obj.get("expressionType") is not None
-                else ExpressionType.TAG
-            ),
-            tags_set=frozenset(_strings(_list(obj, "tagsSet", where), f"{where}.tagsSet")),
-            code_set=frozenset(codes),
-            class_filter_mode=_bool(obj, "classFilterMode", where, False),
-        )
 
 
 def build_subscription_data(
@@ -485,13 +257,6 @@ class ProducerData(JsonBody):
 
     group_name: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"groupName": self.group_name}
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        return cls(group_name=_str(_object(value, cls.__name__), "groupName", cls.__name__))
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConsumerData(JsonBody):
@@ -504,31 +269,6 @@ class ConsumerData(JsonBody):
     subscription_data_set: tuple[SubscriptionData, ...] = ()
     unit_mode: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "consumeFromWhere": self.consume_from_where.value,
-            "consumeType": self.consume_type.value,
-            "groupName": self.group_name,
-            "messageModel": self.message_model.value,
-            "subscriptionDataSet": [sub.to_json() for sub in self.subscription_data_set],
-            "unitMode": self.unit_mode,
-        }
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        where = cls.__name__
-        obj = _object(value, where)
-        return cls(
-            group_name=_str(obj, "groupName", where),
-            consume_type=_enum(ConsumeType, obj, "consumeType", where),
-            message_model=_enum(MessageModel, obj, "messageModel", where),
-            consume_from_where=_enum(ConsumeFromWhere, obj, "consumeFromWhere", where),
-            subscription_data_set=tuple(
-                SubscriptionData.from_json(sub) for sub in _list(obj, "subscriptionDataSet", where)
-            ),
-            unit_mode=_bool(obj, "unitMode", where, False),
-        )
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeartbeatData(JsonBody):
@@ -537,32 +277,11 @@ class HeartbeatData(JsonBody):
     ``heartbeat_fingerprint`` 0 and ``without_sub`` False are the classic (v1) heartbeat.
     """
 
-    client_id: str
+    client_id: str = field(metadata=wire_key("clientID"))
     producer_data_set: tuple[ProducerData, ...] = ()
     consumer_data_set: tuple[ConsumerData, ...] = ()
     heartbeat_fingerprint: int = 0
     without_sub: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "clientID": self.client_id,
-            "consumerDataSet": [data.to_json() for data in self.consumer_data_set],
-            "heartbeatFingerprint": self.heartbeat_fingerprint,
-            "producerDataSet": [data.to_json() for data in self.producer_data_set],
-            "withoutSub": self.without_sub,
-        }
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        where = cls.__name__
-        obj = _object(value, where)
-        return cls(
-            client_id=_str(obj, "clientID", where),
-            producer_data_set=tuple(ProducerData.from_json(d) for d in _list(obj, "producerDataSet", where)),
-            consumer_data_set=tuple(ConsumerData.from_json(d) for d in _list(obj, "consumerDataSet", where)),
-            heartbeat_fingerprint=_int(obj, "heartbeatFingerprint", where, 0),
-            without_sub=_bool(obj, "withoutSub", where, False),
-        )
 
 
 # --- routes --------------------------------------------------------------------------------------
@@ -578,27 +297,6 @@ class QueueData(JsonBody):
     perm: int
     topic_sys_flag: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerName": self.broker_name,
-            "perm": self.perm,
-            "readQueueNums": self.read_queue_nums,
-            "topicSysFlag": self.topic_sys_flag,
-            "writeQueueNums": self.write_queue_nums,
-        }
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        where = cls.__name__
-        obj = _object(value, where)
-        return cls(
-            broker_name=_str(obj, "brokerName", where),
-            read_queue_nums=_int(obj, "readQueueNums", where),
-            write_queue_nums=_int(obj, "writeQueueNums", where),
-            perm=_int(obj, "perm", where),
-            topic_sys_flag=_int(obj, "topicSysFlag", where, 0),
-        )
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BrokerData(JsonBody):
@@ -609,35 +307,6 @@ class BrokerData(JsonBody):
     broker_addrs: Mapping[int, str] = field(default_factory=dict, hash=False)
     zone_name: str | None = None
     enable_acting_master: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "brokerAddrs": dict(self.broker_addrs),
-            "brokerName": self.broker_name,
-            "cluster": self.cluster,
-            "enableActingMaster": self.enable_acting_master,
-        }
-        if self.zone_name is not None:
-            out["zoneName"] = self.zone_name
-        return out
-
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        where = cls.__name__
-        obj = _object(value, where)
-        addrs: dict[int, str] = {}
-        for key, addr in _object(_get(obj, "brokerAddrs", dict, where, {}), f"{where}.brokerAddrs").items():
-            # "0" (standard JSON) and bare 0 (fastjson) both arrive as the text "0"
-            if type(key) is not str or _INT_KEY.fullmatch(key) is None or type(addr) is not str:
-                raise MalformedBody(f"{where}.brokerAddrs: bad entry {key!r}: {addr!r}")
-            addrs[int(key)] = addr
-        return cls(
-            cluster=_str(obj, "cluster", where),
-            broker_name=_str(obj, "brokerName", where),
-            broker_addrs=addrs,
-            zone_name=_opt_str(obj, "zoneName", where),
-            enable_acting_master=_bool(obj, "enableActingMaster", where, False),
-        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -653,33 +322,20 @@ class TopicRouteData(JsonBody):
     filter_server_table: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
     topic_queue_mapping_by_broker: Any = field(default=None, hash=False)
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "brokerDatas": [data.to_json() for data in self.broker_datas],
-            "filterServerTable": {addr: list(names) for addr, names in self.filter_server_table.items()},
-            "queueDatas": [data.to_json() for data in self.queue_datas],
-        }
-        if self.order_topic_conf is not None:
-            out["orderTopicConf"] = self.order_topic_conf
-        if self.topic_queue_mapping_by_broker is not None:
-            out["topicQueueMappingByBroker"] = self.topic_queue_mapping_by_broker
-        return out
 
-    @classmethod
-    def from_json(cls, value: Any) -> Self:
-        where = cls.__name__
-        obj = _object(value, where)
-        table_where = f"{where}.filterServerTable"
-        table = _object(_get(obj, "filterServerTable", dict, where, {}), table_where)
-        filters: dict[str, tuple[str, ...]] = {}
-        for addr, names in table.items():
-            if type(addr) is not str or type(names) is not list:
-                raise MalformedBody(f"{table_where}: bad entry {addr!r}")
-            filters[addr] = _strings(names, table_where)
-        return cls(
-            queue_datas=tuple(QueueData.from_json(d) for d in _list(obj, "queueDatas", where)),
-            broker_datas=tuple(BrokerData.from_json(d) for d in _list(obj, "brokerDatas", where)),
-            order_topic_conf=_opt_str(obj, "orderTopicConf", where),
-            filter_server_table=filters,
-            topic_queue_mapping_by_broker=obj.get("topicQueueMappingByBroker"),
-        )
+# Build every plan at import: a malformed class fails here, and no first call pays for reflection.
+prepare_bodies(
+    MessageQueue,
+    LockBatchRequestBody,
+    UnlockBatchRequestBody,
+    LockBatchResponseBody,
+    ConsumerListBody,
+    ResetOffsetBody,
+    SubscriptionData,
+    ProducerData,
+    ConsumerData,
+    HeartbeatData,
+    QueueData,
+    BrokerData,
+    TopicRouteData,
+)

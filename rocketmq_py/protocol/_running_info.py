@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, Self
 
 from rocketmq_py.errors import MalformedBody
-from rocketmq_py.protocol._bodies import JsonBody, MessageQueue, SubscriptionData, decode_body, encode_body
+from rocketmq_py.protocol._bodies import MessageQueue, SubscriptionData
 from rocketmq_py.protocol._fastjson import FrozenObject
+from rocketmq_py.protocol._json_body import JsonBody, decode_body, encode_body
 
 __all__ = [
     "PROP_ALLOCATE_STRATEGY",

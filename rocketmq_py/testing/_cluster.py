@@ -271,9 +271,10 @@ def _call(
 
 def cluster_members(namesrv: str, *, ssl_context: ssl.SSLContext | None = None) -> dict[str, dict[int, str]]:
     """Broker name -> {broker id: address}, from the NameServer's GET_BROKER_CLUSTER_INFO (code 106)."""
+    from rocketmq_py.protocol._codes import RequestCode
     from rocketmq_py.protocol._fastjson import parse_fastjson
 
-    code, body = _call(namesrv, 106, ssl_context=ssl_context)
+    code, body = _call(namesrv, RequestCode.GET_BROKER_CLUSTER_INFO, ssl_context=ssl_context)
     if code != 0:
         return {}
     data = parse_fastjson(body)
@@ -295,10 +296,15 @@ def topic_route(
     namesrv: str, topic: str, *, ssl_context: ssl.SSLContext | None = None
 ) -> TopicRouteData | None:
     """The NameServer's route for ``topic`` (GET_ROUTEINFO_BY_TOPIC, code 105); None when it has none."""
-    from rocketmq_py.protocol._bodies import TopicRouteData, decode_body
+    from rocketmq_py.protocol._bodies import TopicRouteData
+    from rocketmq_py.protocol._codes import RequestCode
+    from rocketmq_py.protocol._json_body import decode_body
 
     code, body = _call(
-        namesrv, 105, {"topic": topic, "acceptStandardJsonOnly": "true"}, ssl_context=ssl_context
+        namesrv,
+        RequestCode.GET_ROUTEINFO_BY_TOPIC,
+        {"topic": topic, "acceptStandardJsonOnly": "true"},
+        ssl_context=ssl_context,
     )
     if code != 0:
         return None

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import trio
 
 from rocketmq_py.errors import MalformedBody, MalformedHeader, MalformedMessage, broker_error_for
+from rocketmq_py.protocol._admin_headers import GetRouteInfoRequestHeader
 from rocketmq_py.protocol._batch import decode_batch
 from rocketmq_py.protocol._bodies import (
     BrokerData,
@@ -66,20 +67,17 @@ from rocketmq_py.protocol._bodies import (
     QueueData,
     TopicRouteData,
     UnlockBatchRequestBody,
-    decode_body,
-    encode_body,
 )
 from rocketmq_py.protocol._codes import RequestCode, ResponseCode
 from rocketmq_py.protocol._command import RemotingCommand
+from rocketmq_py.protocol._ext_fields import CustomHeader, from_ext_fields, to_ext_fields
 from rocketmq_py.protocol._headers import (
     ConsumerSendMsgBackRequestHeader,
-    CustomHeader,
     GetConsumerListByGroupRequestHeader,
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
     GetMinOffsetRequestHeader,
     GetMinOffsetResponseHeader,
-    GetRouteInfoRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
@@ -91,10 +89,9 @@ from rocketmq_py.protocol._headers import (
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
-    from_ext_fields,
     send_header_from_v2,
-    to_ext_fields,
 )
+from rocketmq_py.protocol._json_body import decode_body, encode_body
 from rocketmq_py.protocol._message import Message, MessageExt
 from rocketmq_py.protocol._names import dlq_topic, is_retry_topic, retry_topic
 from rocketmq_py.protocol._properties import PropertyKey, decode_properties

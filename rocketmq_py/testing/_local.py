@@ -80,8 +80,6 @@ SLAVE_SUFFIX = "-slave"
 NAMESRV_REREGISTER_TIMEOUT = 60.0
 #: Seconds after boot before a broker that has not registered is asked to (see ``start``).
 BOOT_REGISTER_GRACE = 2.0
-_UPDATE_BROKER_CONFIG = 25  # Java RequestCode.UPDATE_BROKER_CONFIG
-_GET_BROKER_CONFIG = 26  # Java RequestCode.GET_BROKER_CONFIG
 _PERMISSION = re.compile(r"^brokerPermission=(\d+)$", re.MULTILINE)
 
 log = logging.getLogger(__name__)
@@ -440,13 +438,15 @@ class LocalCluster(Cluster):
 
     def _ask_to_register(self, broker: BrokerInfo) -> None:
         """Make ``broker`` register with the NameServer now; errors are left for the next try."""
+        from rocketmq_py.protocol._codes import RequestCode
+
         call = functools.partial(_call, ssl_context=self.ssl_context, credentials=self.credentials)
         with contextlib.suppress(OSError, RocketMQError):
-            code, body = call(broker.address, _GET_BROKER_CONFIG)
+            code, body = call(broker.address, RequestCode.GET_BROKER_CONFIG)
             found = _PERMISSION.search(body.decode("utf-8", "replace")) if code == 0 else None
             if found is not None:
                 update = f"brokerPermission={found.group(1)}\n".encode()
-                call(broker.address, _UPDATE_BROKER_CONFIG, body=update, timeout=10.0)
+                call(broker.address, RequestCode.UPDATE_BROKER_CONFIG, body=update, timeout=10.0)
 
     def broker_running(self, name: str) -> bool:
         return self._broker(name).running()

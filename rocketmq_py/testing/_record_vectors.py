@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from rocketmq_py.errors import ClusterError
-from rocketmq_py.protocol._bodies import ConsumerListBody, LockBatchRequestBody, decode_body
+from rocketmq_py.protocol._bodies import ConsumerListBody, LockBatchRequestBody
 from rocketmq_py.protocol._codes import RequestCode, ResponseCode, SerializeType
+from rocketmq_py.protocol._json_body import decode_body
 from rocketmq_py.protocol._stored import decode_messages
 from rocketmq_py.testing._distribution import DEFAULT_VERSION, find_java, resolve_client
 from rocketmq_py.testing._local import LocalCluster, pick_port_block

@@ -15,7 +15,6 @@ from rocketmq_py.cli import EXIT_ERROR, EXIT_OK, main
 from rocketmq_py.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.testing import FakeBroker
 
-PUT_KV_CONFIG = 100
 CLUSTER_INFO = (
     '{"brokerAddrTable":{"broker-a":{"brokerAddrs":{0:"ADDRESS"},"brokerName":"broker-a",'
     '"cluster":"DefaultCluster"}},"clusterAddrTable":{"DefaultCluster":["broker-a"]}}'
@@ -40,7 +39,7 @@ async def fake() -> AsyncIterator[FakeBroker]:
 
         fb.on(RequestCode.GET_BROKER_CLUSTER_INFO, cluster_info)
         fb.on(RequestCode.UPDATE_AND_CREATE_TOPIC, create_topic)
-        fb.on(PUT_KV_CONFIG, put_kv)
+        fb.on(RequestCode.PUT_KV_CONFIG, put_kv)
         yield fb
 
 
@@ -68,7 +67,7 @@ async def test_topic_create_then_route(fake: FakeBroker, capsys: pytest.CaptureF
         "perm": "6",
         "order": "true",
     }
-    [kv] = fake.requests(PUT_KV_CONFIG)
+    [kv] = fake.requests(RequestCode.PUT_KV_CONFIG)
     assert dict(kv.ext_fields) == {"namespace": "ORDER_TOPIC_CONFIG", "key": "T1", "value": "broker-a:3"}
 
     assert await run("route", "T1", "-n", fake.address) == EXIT_OK

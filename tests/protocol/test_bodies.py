@@ -21,7 +21,6 @@ from rocketmq_py.protocol._bodies import (
     ConsumeType,
     ExpressionType,
     HeartbeatData,
-    JsonBody,
     LockBatchRequestBody,
     LockBatchResponseBody,
     MessageModel,
@@ -33,11 +32,10 @@ from rocketmq_py.protocol._bodies import (
     TopicRouteData,
     UnlockBatchRequestBody,
     build_subscription_data,
-    decode_body,
-    encode_body,
     java_string_hash,
 )
 from rocketmq_py.protocol._fastjson import dump_fastjson
+from rocketmq_py.protocol._json_body import JsonBody, decode_body, encode_body
 
 # --- Java String.hashCode ------------------------------------------------------------------------
 

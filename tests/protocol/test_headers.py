@@ -13,7 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_py.errors import LocalProtocolError, MalformedHeader
+from rocketmq_py.protocol import _admin_headers as a
+from rocketmq_py.protocol import _ext_fields as x
 from rocketmq_py.protocol import _headers as h
+from rocketmq_py.protocol._ext_fields import from_ext_fields, to_ext_fields
 from rocketmq_py.protocol._headers import (
     GetMaxOffsetRequestHeader,
     LockBatchMqRequestHeader,
@@ -23,10 +26,8 @@ from rocketmq_py.protocol._headers import (
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
-    from_ext_fields,
     send_header_from_v2,
     send_header_to_v2,
-    to_ext_fields,
 )
 
 # Every header class with its request code and its complete set of wire keys, written out by
@@ -89,28 +90,28 @@ EXPECTED: dict[type, tuple[int | None, set[str]]] = {
         309,
         {"consumerGroup", "clientId", "msgId", "brokerName", "topic", "topicSysFlag", "groupSysFlag"},
     ),
-    h.EndTransactionRequestHeader: (
+    a.EndTransactionRequestHeader: (
         37,
         {
             "topic", "producerGroup", "tranStateTableOffset", "commitLogOffset", "commitOrRollback",
             "fromTransactionCheck", "msgId", "transactionId", "bname",
         },
     ),
-    h.CheckTransactionStateRequestHeader: (
+    a.CheckTransactionStateRequestHeader: (
         39,
         {"topic", "tranStateTableOffset", "commitLogOffset", "msgId", "transactionId", "offsetMsgId", "bname"},
     ),
-    h.GetRouteInfoRequestHeader: (105, {"topic", "acceptStandardJsonOnly"}),
-    h.UpdateAndCreateTopicRequestHeader: (
+    a.GetRouteInfoRequestHeader: (105, {"topic", "acceptStandardJsonOnly"}),
+    a.UpdateAndCreateTopicRequestHeader: (
         17,
         {
             "topic", "defaultTopic", "readQueueNums", "writeQueueNums", "perm", "topicFilterType",
             "topicSysFlag", "order", "attributes", "force",
         },
     ),
-    h.ViewMessageRequestHeader: (33, {"offset", "topic"}),
-    h.QueryMessageRequestHeader: (12, {"topic", "key", "maxNum", "beginTimestamp", "endTimestamp"}),
-    h.QueryMessageResponseHeader: (None, {"indexLastUpdateTimestamp", "indexLastUpdatePhyoffset"}),
+    a.ViewMessageRequestHeader: (33, {"offset", "topic"}),
+    a.QueryMessageRequestHeader: (12, {"topic", "key", "maxNum", "beginTimestamp", "endTimestamp"}),
+    a.QueryMessageResponseHeader: (None, {"indexLastUpdateTimestamp", "indexLastUpdatePhyoffset"}),
 }  # fmt: skip
 
 ALL_HEADERS = sorted(EXPECTED, key=lambda cls: cls.__name__)
@@ -119,8 +120,9 @@ ALL_HEADERS = sorted(EXPECTED, key=lambda cls: cls.__name__)
 def _all_exported_headers() -> set[type]:
     return {
         obj
-        for name in h.__all__
-        if dataclasses.is_dataclass(obj := getattr(h, name)) and isinstance(obj, type)
+        for module in (h, a)
+        for name in module.__all__
+        if dataclasses.is_dataclass(obj := getattr(module, name)) and isinstance(obj, type)
     }
 
 
@@ -132,7 +134,7 @@ def test_expected_table_covers_every_header_class() -> None:
 def test_request_code_and_wire_keys(cls: type) -> None:
     code, keys = EXPECTED[cls]
     assert code == cls.REQUEST_CODE  # type: ignore[attr-defined]
-    assert set(h._plan_for(cls).keys) == keys
+    assert set(x._plan_for(cls).keys) == keys
 
 
 # --- hypothesis: every field filled with values of its Java type --------------------------------
@@ -153,13 +155,13 @@ def _value_strategy(hint: Any) -> st.SearchStrategy[Any]:
         base = st.booleans()
     else:
         assert typing.get_origin(hint) is typing.Annotated
-        base = INT32 if hint is h.Int32 else INT64
+        base = INT32 if hint is x.Int32 else INT64
     return st.none() | base if optional else base
 
 
 def header_strategy(cls: type) -> st.SearchStrategy[Any]:
     hints = typing.get_type_hints(cls, include_extras=True)
-    known = h._plan_for(cls).keys
+    known = x._plan_for(cls).keys
     kwargs: dict[str, st.SearchStrategy[Any]] = {
         f.name: _value_strategy(hints[f.name]) for f in dataclasses.fields(cls) if f.name != "extra"
     }
@@ -176,7 +178,7 @@ def test_round_trip(cls: type, data: st.DataObject) -> None:
     assert set(header.extra) <= set(ext)
     assert from_ext_fields(cls, ext) == header
     # None fields are left out, everything else is present
-    for f in h._plan_for(cls).fields:
+    for f in x._plan_for(cls).fields:
         assert (f.key in ext) == (getattr(header, f.attr) is not None)
 
 
@@ -486,7 +488,7 @@ def test_plan_builder_rejects_unsupported_classes() -> None:
     with pytest.raises(TypeError, match=r"FloatHeader\.ratio"):
         to_ext_fields(FloatHeader(ratio=0.5))
     with pytest.raises(TypeError, match="not a header dataclass"):
-        h._plan_for(int)
+        x._plan_for(int)
 
 
 def test_a_header_defined_elsewhere_works_with_the_generic_pair() -> None:

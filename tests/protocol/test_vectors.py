@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from rocketmq_py.protocol._admin_headers import GetRouteInfoRequestHeader
 from rocketmq_py.protocol._batch import decode_batch
 from rocketmq_py.protocol._bodies import (
     ConsumeFromWhere,
@@ -33,15 +34,13 @@ from rocketmq_py.protocol._bodies import (
     MessageQueue,
     TopicRouteData,
     UnlockBatchRequestBody,
-    decode_body,
-    encode_body,
 )
 from rocketmq_py.protocol._codes import FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode, RequestCode, SerializeType
 from rocketmq_py.protocol._command import RemotingCommand, decode_command
+from rocketmq_py.protocol._ext_fields import from_ext_fields, to_ext_fields
 from rocketmq_py.protocol._frame import FrameBuffer
 from rocketmq_py.protocol._headers import (
     GetConsumerListByGroupRequestHeader,
-    GetRouteInfoRequestHeader,
     HeartbeatRequestHeader,
     LockBatchMqRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
@@ -54,10 +53,9 @@ from rocketmq_py.protocol._headers import (
     UnlockBatchMqRequestHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
-    from_ext_fields,
-    to_ext_fields,
 )
 from rocketmq_py.protocol._ids import decode_offset_msg_id
+from rocketmq_py.protocol._json_body import decode_body, encode_body
 from rocketmq_py.protocol._message import SysFlag
 from rocketmq_py.protocol._properties import decode_properties
 from rocketmq_py.protocol._stored import decode_messages

@@ -9,13 +9,14 @@ import trio
 
 from rocketmq_py._transport import Connection, open_connection
 from rocketmq_py.errors import StateError
-from rocketmq_py.protocol._bodies import BrokerData, QueueData, TopicRouteData, decode_body
+from rocketmq_py.protocol._admin_headers import GetRouteInfoRequestHeader
+from rocketmq_py.protocol._bodies import BrokerData, QueueData, TopicRouteData
 from rocketmq_py.protocol._codes import RequestCode, ResponseCode
 from rocketmq_py.protocol._command import RemotingCommand
+from rocketmq_py.protocol._ext_fields import from_ext_fields, to_ext_fields
 from rocketmq_py.protocol._headers import (
     GetMaxOffsetRequestHeader,
     GetMaxOffsetResponseHeader,
-    GetRouteInfoRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
@@ -23,11 +24,10 @@ from rocketmq_py.protocol._headers import (
     SendMessageRequestHeader,
     SendMessageResponseHeader,
     UpdateConsumerOffsetRequestHeader,
-    from_ext_fields,
     send_header_to_v2,
-    to_ext_fields,
 )
 from rocketmq_py.protocol._ids import decode_offset_msg_id
+from rocketmq_py.protocol._json_body import decode_body
 from rocketmq_py.protocol._message import Message
 from rocketmq_py.protocol._properties import encode_properties
 from rocketmq_py.protocol._stored import decode_messages

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import MalformedHeader, broker_error_for
@@ -55,6 +55,7 @@ from rocketmq_py.protocol import (
     send_header_to_v2,
     to_ext_fields,
 )
+from rocketmq_py.protocol._frozen import slot_builder
 
 __all__ = ["RemotingApi", "SendReply", "send_header_fields", "send_reply"]
 
@@ -91,6 +92,9 @@ class SendReply:
     region_id: str | None
 
 
+_send_reply: Final = slot_builder(SendReply)
+
+
 def send_header_fields(header: SendMessageRequestHeader) -> dict[str, str]:
     """The V2 short-key ``extFields`` of a send header (the typed path; the producer builds them directly)."""
     return to_ext_fields(send_header_to_v2(header))
@@ -104,13 +108,13 @@ def send_reply(reply: RemotingCommand) -> SendReply:
     """
     ext = reply.ext_fields
     try:
-        return SendReply(
-            code=reply.code,
-            msg_id=ext["msgId"],
-            queue_id=int(ext["queueId"]),
-            queue_offset=int(ext["queueOffset"]),
-            transaction_id=ext.get("transactionId"),
-            region_id=ext.get("MSG_REGION"),
+        return _send_reply(
+            reply.code,
+            ext["msgId"],
+            int(ext["queueId"]),
+            int(ext["queueOffset"]),
+            ext.get("transactionId"),
+            ext.get("MSG_REGION"),
         )
     except (KeyError, ValueError) as exc:
         raise MalformedHeader(f"send reply header is missing or garbles {exc}: {dict(ext)}") from None

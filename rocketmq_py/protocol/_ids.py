@@ -245,6 +245,7 @@ class UniqKeyGenerator:
         salt = int.from_bytes(os.urandom(4)) if self._fixed_salt is None else self._fixed_salt
         self._prefix = (self._ip + struct.pack(">HI", pid & 0xFFFF, salt & 0xFFFFFFFF)).hex().upper()
         self._counter = itertools.count()
+        self._last: tuple[int, str] = (-1, "")  # (clock, head) of the last key made
 
     @property
     def prefix(self) -> str:
@@ -254,6 +255,9 @@ class UniqKeyGenerator:
     def _head(self) -> str:
         """The prefix and the milliseconds since the month started: all of a key but the counter."""
         now = self._clock()
+        last_now, last_head = self._last
+        if now == last_now:  # several keys a millisecond: the same head
+            return last_head
         start, following = self._window
         if now >= following:
             with self._lock:
@@ -263,7 +267,9 @@ class UniqKeyGenerator:
         diff = (now - start) & 0xFFFFFFFF
         if diff >= 0x80000000 and diff - 0x100000000 > -_SKEW_TOLERANCE_MS:
             diff = 0
-        return f"{self._prefix}{diff:08X}"
+        head = f"{self._prefix}{diff:08X}"
+        self._last = (now, head)
+        return head
 
     def next(self) -> str:
         """A new UNIQ_KEY: 32 uppercase hex characters for IPv4, 56 for IPv6."""

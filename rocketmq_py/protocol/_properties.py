@@ -181,6 +181,10 @@ def encode_properties(properties: Mapping[str, str | None]) -> str:
         LocalProtocolError: a key is empty or contains U+0001/U+0002, or a value contains U+0002
             (the string could not be split back into the same properties).
     """
+    if len(properties) == 1:  # a plain message: only its UNIQ_KEY
+        ((key, value),) = properties.items()
+        if value and key and "\x01" not in key and "\x02" not in key and "\x02" not in value:
+            return f"{key}\x01{value}\x02"
     # Fast path: joined at once, then checked by counting separators (one per entry each).
     parts = [f"{key}\x01{value}\x02" for key, value in properties.items() if value]
     text = "".join(parts)

@@ -1,8 +1,12 @@
 """Concurrent consumption (Java ``ConsumeMessageConcurrentlyService``): workers, outcomes, send-back.
 
-``consume_concurrency`` worker tasks take batches (at most ``consume_batch_max_size`` messages of
-one queue) from a bounded channel the pull loops fill, and call the listener under
-``consume_timeout``. Then, per batch:
+The pull loops put what they pulled on one work queue, a pull at a time, cut into batches of at
+most ``consume_batch_max_size`` messages of one queue (Java's ``ConsumeRequest``); that costs no
+task switch, and the cache limits of flow control bound the queue. ``consume_concurrency`` worker
+tasks take batches and call the listener on each under ``consume_timeout``. A worker that takes a
+batch and sees more waiting wakes another idle worker, so a slow (awaiting) listener gets as many
+calls at once as there are workers, while a fast one is served by few workers without a task
+switch per message. Then, per batch:
 
 - success: the messages leave the queue's cache; the offset to commit becomes the smallest
   offset still in flight (``ProcessQueue.remove_messages``);
@@ -13,18 +17,27 @@ one queue) from a bounded channel the pull loops fill, and call the listener und
 - failure, BROADCASTING: the messages are dropped with a warning (Java does the same).
 
 A batch of a queue being handed off (revoked) is not started: the next owner pulls it again.
+
+Deadlines: a worker runs its calls inside one cancel scope and moves its deadline forward only
+when a call could otherwise get less than ``consume_timeout``, by ``consume_timeout`` plus
+:data:`DEADLINE_SLACK` (at most a tenth of the timeout). A call thus gets between
+``consume_timeout`` and that much more, and a scope costs its setup once per many calls rather
+than per message. A call cut by the deadline ends the scope; the worker starts a new one.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import trio
 
 from rocketmq_py.consumer._flow import SEND_BACK_LOCAL_RETRY_DELAY_MS
-from rocketmq_py.consumer._listener import ConsumeStatus, concurrent_status, consume_call
+from rocketmq_py.consumer._listener import ConsumeStatus, concurrent_status, invoke_listener
+from rocketmq_py.consumer._pull_result import restore_retry_topic, set_consume_start_time
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._retry import retry_message
 from rocketmq_py.errors import RocketMQError
@@ -33,15 +46,17 @@ from rocketmq_py.protocol import MessageExt
 if TYPE_CHECKING:
     from rocketmq_py.consumer._push import PushConsumer
 
-__all__ = ["CONSUME_CHANNEL_SIZE", "SEND_BACK_TIMEOUT", "ConcurrentService"]
+__all__ = ["CHECKPOINT_EVERY", "DEADLINE_SLACK", "SEND_BACK_TIMEOUT", "ConcurrentService"]
 
 log = logging.getLogger("rocketmq_py.consumer")
 
 #: Seconds to wait for CONSUMER_SEND_MSG_BACK (Java: 5000 ms) before re-sending to the retry topic.
 SEND_BACK_TIMEOUT: Final = 5.0
-#: Batches waiting for a worker, over all queues (Java's consume executor queue is unbounded; the
-#: per-queue flow-control limits keep this one far from full in practice).
-CONSUME_CHANNEL_SIZE: Final = 10_000
+#: Seconds a listener call may run past ``consume_timeout`` (capped at a tenth of it): the price of
+#: one cancel scope for many calls (see the module docstring).
+DEADLINE_SLACK: Final = 1.0
+#: A worker whose listener calls never block yields to the other tasks after this many calls.
+CHECKPOINT_EVERY: Final = 32
 
 _Batch = tuple[QueueState, list[MessageExt]]
 
@@ -51,66 +66,136 @@ class ConcurrentService:
 
     def __init__(self, consumer: PushConsumer) -> None:
         self._consumer = consumer
-        self._send: trio.MemorySendChannel[_Batch] | None = None
+        self._work: collections.deque[_Batch] = collections.deque()
+        self._idle = trio.lowlevel.ParkingLot()
 
     def start(self, nursery: trio.Nursery) -> None:
         """Start the ``consume_concurrency`` workers in ``nursery``."""
-        send, receive = trio.open_memory_channel[_Batch](CONSUME_CHANNEL_SIZE)
-        self._send = send
         for _ in range(self._consumer.consume_concurrency):
-            nursery.start_soon(self._worker, receive.clone())
-        receive.close()
+            nursery.start_soon(self._worker)
+
+    @property
+    def waiting(self) -> int:
+        """Batches queued for the workers and not started yet."""
+        return len(self._work)
 
     async def hand_over(self, state: QueueState, msgs: Sequence[MessageExt]) -> None:
         """Queue ``msgs`` (just cached by ``state``'s pull loop) for the workers, batch by batch.
 
-        Waits while the channel is full; the pull loop counts as alive meanwhile.
+        Never blocks (the queue's cache limits bound the work queue); awaitable like the orderly
+        service's.
         """
-        assert self._send is not None
         size = self._consumer.consume_batch_max_size
-        state.handing_off = True  # busy workers are no reason to drop the queue as idle
-        try:
-            for start in range(0, len(msgs), size):
-                await self._send.send((state, list(msgs[start : start + size])))
-        finally:
-            state.handing_off = False
-            state.pq.last_pull_time = trio.current_time()
+        if size == 1:
+            self._work.extend([(state, [msg]) for msg in msgs])
+        else:
+            self._work.extend([(state, list(msgs[at : at + size])) for at in range(0, len(msgs), size)])
+        if self._idle:
+            self._idle.unpark()  # that worker wakes another one if it leaves work behind
 
-    async def _worker(self, receive: trio.MemoryReceiveChannel[_Batch]) -> None:
-        async with receive:
-            async for state, msgs in receive:
-                if state.pq.dropped or state.revoking:
-                    continue  # cached, never handed over: the next owner pulls it again
-                state.begin()
-                try:
-                    await self._consume(state, msgs)
-                finally:
-                    state.end()
-
-    async def _consume(self, state: QueueState, msgs: list[MessageExt]) -> None:
+    async def _worker(self) -> None:
         consumer = self._consumer
-        started = trio.current_time()
+        work, idle = self._work, self._idle
+        now = trio.lowlevel.current_clock().current_time
+        timeout = consumer.consume_timeout
+        slack = min(DEADLINE_SLACK, timeout / 10)
+        # The batch whose listener call runs, with its start time: still counted in its queue's
+        # in-flight calls when a cancellation ends the scope.
+        running: tuple[QueueState, list[MessageExt], float] | None = None
+        try:
+            while True:
+                failed: tuple[QueueState, list[MessageExt], float] | None = None
+                with trio.CancelScope(deadline=now() + timeout + slack) as scope:
+                    calls = 0
+                    while True:
+                        if not work:
+                            calls = 0
+                            await idle.park()
+                            continue
+                        state, msgs = work.popleft()
+                        if work and idle:
+                            idle.unpark()
+                        if state.pq.dropped or state.revoking:
+                            continue  # cached, never handed over: the next owner pulls it again
+                        started = now()
+                        if scope.deadline < started + timeout:
+                            scope.deadline = started + timeout + slack
+                        state.begin()
+                        running = (state, msgs, started)
+                        ok = await self._call(state, msgs)
+                        running = None
+                        if not ok:
+                            failed = (state, msgs, started)
+                            break  # handed back outside the scope: that may take a while
+                        try:
+                            self._settle(state, msgs, started, ok=True)
+                        finally:
+                            state.end()
+                        calls += 1
+                        if calls >= CHECKPOINT_EVERY:
+                            calls = 0
+                            await trio.lowlevel.checkpoint()
+                if scope.cancelled_caught and running is not None:
+                    state, msgs, started = failed = running
+                    running = None
+                    log.warning(
+                        "%s: listener took more than %g s on %d messages of %s",
+                        consumer.group,
+                        timeout,
+                        len(msgs),
+                        state.mq,
+                    )
+                if failed is not None:
+                    state, msgs, started = failed
+                    try:
+                        await self._hand_back(state, msgs, started)
+                    finally:
+                        state.end()
+        finally:
+            if running is not None:  # cancelled from outside (the consumer stops) mid-call
+                running[0].end()
+
+    async def _call(self, state: QueueState, msgs: list[MessageExt]) -> bool:
+        """The listener on ``msgs``; whether it succeeded (an exception is logged: a failure)."""
+        consumer = self._consumer
+        restore_retry_topic(msgs, consumer.group)
+        set_consume_start_time(msgs, time.time_ns() // 1_000_000)
         assert consumer.listener is not None
-        status = await consume_call(
-            consumer.listener,
-            msgs,
-            group=consumer.group,
-            queue=state.mq,
-            timeout=consumer.consume_timeout,
-            read=concurrent_status,
-            failed=ConsumeStatus.RECONSUME_LATER,
-        )
-        state.pq.last_consume_time = trio.current_time()
-        ok = status is ConsumeStatus.CONSUME_SUCCESS
+        try:
+            return concurrent_status(await invoke_listener(consumer.listener, msgs)) is (
+                ConsumeStatus.CONSUME_SUCCESS
+            )
+        except Exception:
+            log.exception("%s: listener failed on %d messages of %s", consumer.group, len(msgs), state.mq)
+            return False
+
+    def _settle(
+        self, state: QueueState, done: list[MessageExt], started: float, *, ok: bool, count: int = 0
+    ) -> None:
+        """Count a call on ``count`` messages (default ``len(done)``); those ``done`` (all unless
+        some wait to be consumed again here) leave the cache and the offset to commit moves on."""
+        consumer = self._consumer
+        count = count or len(done)
+        pq = state.pq
+        pq.last_consume_time = trio.current_time()
         counters = consumer._counters
-        counters.count_consume(state.mq.topic, len(msgs), ok, started)
-        if state.pq.dropped:
+        counters.count_consume(state.mq.topic, count, ok, started)
+        if pq.dropped:
             return
-        retry_later: list[MessageExt] = []
         if ok:
-            counters.consumed += len(msgs)
-        elif consumer.broadcasting:
-            counters.failed += len(msgs)
+            counters.consumed += count
+        else:
+            counters.failed += count
+        offset = pq.remove_messages(done)
+        if offset >= 0 and not pq.dropped:
+            consumer.offsets.update(state.mq, offset)
+
+    async def _hand_back(self, state: QueueState, msgs: list[MessageExt], started: float) -> None:
+        """A failed call: the messages go back to the broker (clustering) or are dropped
+        (broadcasting); those that cannot go back are consumed again here, later."""
+        consumer = self._consumer
+        retry_later: list[MessageExt] = []
+        if consumer.broadcasting:
             log.warning(
                 "%s: broadcasting consumption of %d messages of %s failed: dropped (%s)",
                 consumer.group,
@@ -118,15 +203,12 @@ class ConcurrentService:
                 state.mq,
                 [m.msg_id for m in msgs],
             )
-        else:
-            counters.failed += len(msgs)
+        elif not state.pq.dropped:
             for msg in msgs:
                 if not await self._send_back(state, msg):
                     retry_later.append(msg)
         done = [m for m in msgs if m not in retry_later] if retry_later else msgs
-        offset = state.pq.remove_messages(done)
-        if offset >= 0 and not state.pq.dropped:
-            consumer.offsets.update(state.mq, offset)
+        self._settle(state, done, started, ok=False, count=len(msgs))
         if retry_later:
             consumer._running().start_soon(self._consume_later, state, retry_later)
 

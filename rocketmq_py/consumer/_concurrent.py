@@ -36,12 +36,18 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from rocketmq_py.consumer._flow import SEND_BACK_LOCAL_RETRY_DELAY_MS
-from rocketmq_py.consumer._listener import ConsumeStatus, concurrent_status, invoke_listener
+from rocketmq_py.consumer._listener import (
+    ConsumeStatus,
+    concurrent_status,
+    invoke_listener,
+    is_async_listener,
+)
 from rocketmq_py.consumer._pull_result import restore_retry_topic, set_consume_start_time
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._retry import retry_message
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import MessageExt
+from rocketmq_py.protocol._names import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
     from rocketmq_py.consumer._push import PushConsumer
@@ -68,6 +74,9 @@ class ConcurrentService:
         self._consumer = consumer
         self._work: collections.deque[_Batch] = collections.deque()
         self._idle = trio.lowlevel.ParkingLot()
+        # The listener last called and whether it is async (inspected when it changes).
+        self._listener: object = None
+        self._listener_async = False
 
     def start(self, nursery: trio.Nursery) -> None:
         """Start the ``consume_concurrency`` workers in ``nursery``."""
@@ -128,7 +137,7 @@ class ConcurrentService:
                             failed = (state, msgs, started)
                             break  # handed back outside the scope: that may take a while
                         try:
-                            self._settle(state, msgs, started, ok=True)
+                            self._settle(state, msgs, started, now(), ok=True)
                         finally:
                             state.end()
                         calls += 1
@@ -158,35 +167,49 @@ class ConcurrentService:
     async def _call(self, state: QueueState, msgs: list[MessageExt]) -> bool:
         """The listener on ``msgs``; whether it succeeded (an exception is logged: a failure)."""
         consumer = self._consumer
-        restore_retry_topic(msgs, consumer.group)
+        if msgs[0].topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # a batch is of one queue, one topic
+            restore_retry_topic(msgs, consumer.group)
         set_consume_start_time(msgs, time.time_ns() // 1_000_000)
-        assert consumer.listener is not None
+        listener = consumer.listener
+        assert listener is not None
+        if listener is not self._listener:
+            self._listener, self._listener_async = listener, is_async_listener(listener)
         try:
-            return concurrent_status(await invoke_listener(consumer.listener, msgs)) is (
-                ConsumeStatus.CONSUME_SUCCESS
-            )
+            if self._listener_async:
+                result = await listener(msgs)  # type: ignore[misc]  # an awaitable, as checked
+            else:
+                result = await invoke_listener(listener, msgs)
+            return result is None or concurrent_status(result) is ConsumeStatus.CONSUME_SUCCESS
         except Exception:
             log.exception("%s: listener failed on %d messages of %s", consumer.group, len(msgs), state.mq)
             return False
 
     def _settle(
-        self, state: QueueState, done: list[MessageExt], started: float, *, ok: bool, count: int = 0
+        self,
+        state: QueueState,
+        done: list[MessageExt],
+        started: float,
+        ended: float,
+        *,
+        ok: bool,
+        count: int = 0,
     ) -> None:
-        """Count a call on ``count`` messages (default ``len(done)``); those ``done`` (all unless
-        some wait to be consumed again here) leave the cache and the offset to commit moves on."""
+        """Count a call on ``count`` messages (default ``len(done)``) that ran from ``started`` to
+        ``ended``; those ``done`` (all unless some wait to be consumed again here) leave the
+        cache and the offset to commit moves on."""
         consumer = self._consumer
         count = count or len(done)
         pq = state.pq
-        pq.last_consume_time = trio.current_time()
         counters = consumer._counters
-        counters.count_consume(state.mq.topic, count, ok, started)
+        counters.count_consume(state.mq.topic, count, ok, started, ended)
         if pq.dropped:
+            pq.last_consume_time = ended
             return
         if ok:
             counters.consumed += count
         else:
             counters.failed += count
-        offset = pq.remove_messages(done)
+        offset = pq.remove_messages(done, now=ended)
         if offset >= 0 and not pq.dropped:
             consumer.offsets.update(state.mq, offset)
 
@@ -208,7 +231,7 @@ class ConcurrentService:
                 if not await self._send_back(state, msg):
                     retry_later.append(msg)
         done = [m for m in msgs if m not in retry_later] if retry_later else msgs
-        self._settle(state, done, started, ok=False, count=len(msgs))
+        self._settle(state, done, started, trio.current_time(), ok=False, count=len(msgs))
         if retry_later:
             consumer._running().start_soon(self._consume_later, state, retry_later)
 

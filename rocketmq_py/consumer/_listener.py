@@ -32,6 +32,7 @@ __all__ = [
     "consume_call",
     "consume_directly",
     "invoke_listener",
+    "is_async_listener",
     "notify_rebalance_listener",
 ]
 
@@ -107,7 +108,8 @@ def _inspect_async(listener: object) -> bool:
     )
 
 
-def _is_async(listener: object) -> bool:
+def is_async_listener(listener: object) -> bool:
+    """Whether ``listener`` is awaited (an ``async def``, or an object whose ``__call__`` is one)."""
     try:
         return _ASYNC_LISTENERS[listener]
     except KeyError:
@@ -119,7 +121,7 @@ def _is_async(listener: object) -> bool:
 
 async def invoke_listener(listener: Listener, msgs: list[MessageExt]) -> object:
     """Call ``listener`` with ``msgs``: awaited if it is async, else in a worker thread."""
-    if _is_async(listener):
+    if is_async_listener(listener):
         pending = listener(msgs)
         assert inspect.isawaitable(pending)
         return await pending

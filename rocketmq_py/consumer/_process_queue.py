@@ -248,8 +248,10 @@ class ProcessQueue:
 
     # -- concurrent consumption ------------------------------------------------------------------
 
-    def remove_messages(self, msgs: Iterable[MessageExt]) -> int:
+    def remove_messages(self, msgs: Iterable[MessageExt], *, now: float | None = None) -> int:
         """Forget consumed (or sent back) messages; return the offset to commit.
+
+        ``now`` is the clock time to record as the last consumption (default: read the clock).
 
         Returns:
             -1 if nothing was waiting (nothing to commit); else the smallest offset still waiting,
@@ -259,7 +261,7 @@ class ProcessQueue:
         table = self._msgs
         if not table:
             return -1
-        self.last_consume_time = self._clock()
+        self.last_consume_time = self._clock() if now is None else now
         removed: list[int] = []
         size = 0
         for msg in msgs:

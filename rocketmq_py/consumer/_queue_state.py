@@ -33,8 +33,8 @@ class QueueState:
     revoking: bool = False
     #: Listener calls running on this queue's messages.
     inflight: int = 0
-    #: Set (and replaced) each time :attr:`inflight` drops to zero.
-    quiet: trio.Event = field(default_factory=trio.Event)
+    #: Set (and dropped) when :attr:`inflight` drops to zero while someone waits for it.
+    quiet: trio.Event | None = None
     #: (orderly) messages arrived / state changed: the queue's consume task looks again.
     wake: trio.Event = field(default_factory=trio.Event)
     #: (orderly) paused after a SUSPEND answer until this clock time.
@@ -56,9 +56,9 @@ class QueueState:
     def end(self) -> None:
         """A listener call on this queue ended."""
         self.inflight -= 1
-        if self.inflight == 0:
+        if self.inflight == 0 and self.quiet is not None:  # an event only when waited for
             self.quiet.set()
-            self.quiet = trio.Event()
+            self.quiet = None
 
     def poke(self) -> None:
         """Wake the queue's orderly consume task."""
@@ -68,4 +68,6 @@ class QueueState:
     async def wait_quiet(self) -> None:
         """Return once no listener call runs on this queue."""
         while self.inflight:
+            if self.quiet is None:
+                self.quiet = trio.Event()
             await self.quiet.wait()

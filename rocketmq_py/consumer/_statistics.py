@@ -129,11 +129,14 @@ class ConsumeCounters:
         counters.pull_rt += trio.current_time() - started
         counters.pulled += found
 
-    def count_consume(self, topic: str, count: int, ok: bool, started: float) -> None:
-        """One listener call on ``count`` messages, begun at clock time ``started``."""
-        counters = self.topic(topic)
+    def count_consume(
+        self, topic: str, count: int, ok: bool, started: float, ended: float | None = None
+    ) -> None:
+        """One listener call on ``count`` messages, begun at clock time ``started`` (ended now,
+        or at ``ended``)."""
+        counters = self._topics.get(topic) or self.topic(topic)
         counters.consume_calls += 1
-        counters.consume_rt += trio.current_time() - started
+        counters.consume_rt += (trio.current_time() if ended is None else ended) - started
         if ok:
             counters.ok += count
         else:

@@ -56,6 +56,7 @@ from rocketmq_py.protocol import (
     to_ext_fields,
 )
 from rocketmq_py.protocol._frozen import slot_builder
+from rocketmq_py.protocol._pull_request import PullFrames
 
 __all__ = ["RemotingApi", "SendReply", "send_header_fields", "send_reply"]
 
@@ -137,6 +138,7 @@ class RemotingApi:
         self.serialize_type = serialize_type
         #: The ``version`` of the last reply from each address: the server's ``MQVersion`` ordinal.
         self.peer_versions: dict[str, int] = {}
+        self._pull_frames = PullFrames()
 
     def command(
         self, code: int, header: CustomHeader | None = None, body: bytes = b"", *, oneway: bool = False
@@ -303,8 +305,21 @@ class RemotingApi:
         *,
         timeout: float,  # noqa: ASYNC109 - Java's CONSUMER_TIMEOUT_MILLIS_WHEN_SUSPEND, longer than the broker's hold
     ) -> RemotingCommand:
-        """PULL_MESSAGE; returns the reply for FOUND / NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_MOVED, raises otherwise."""
-        return await self.call(address, RequestCode.PULL_MESSAGE, header, timeout=timeout, ok=_PULL_CODES)
+        """PULL_MESSAGE; returns the reply for FOUND / NO_NEW_MSG / NO_MATCHED_MSG / OFFSET_MOVED, raises otherwise.
+
+        On a live connection without RPC hooks the request goes as a binary frame from
+        :class:`~rocketmq_py.protocol.PullFrames` (the consumers' hot path).
+        """
+        pool = self.pool
+        if header.extra or pool.has_hooks() or not pool.is_connected(address):
+            return await self.call(address, RequestCode.PULL_MESSAGE, header, timeout=timeout, ok=_PULL_CODES)
+        reply = await pool.request_frame(
+            address, self._pull_frames.frame, (header,), code=RequestCode.PULL_MESSAGE, timeout=timeout
+        )
+        self.peer_versions[address] = reply.version
+        if reply.code not in _PULL_CODES:
+            raise broker_error_for(reply.code, reply.remark)
+        return reply
 
     async def query_consumer_offset(
         self, address: str, group: str, topic: str, queue_id: int, broker_name: str

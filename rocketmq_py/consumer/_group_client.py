@@ -22,6 +22,7 @@ import random
 import time
 from dataclasses import dataclass
 from os import PathLike
+from typing import Final
 
 import trio
 
@@ -188,6 +189,9 @@ async def start_offset(
     raise StateError(f"{mq}: {decision.reason}")
 
 
+_PULL_REPLY_KEYS: Final = ("nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId")
+
+
 def read_pull_reply(
     reply: RemotingCommand, *, msg_filter: MessageFilter | None, queue_id: int
 ) -> tuple[PullResult, list[MessageExt]]:
@@ -196,15 +200,30 @@ def read_pull_reply(
     Raises:
         RocketMQError: the answer is an error, or its body does not decode.
     """
-    ext = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)
+    fields = reply.ext_fields
+    try:  # the usual answer read directly: non-negative decimals (what the typed header accepts)
+        texts = [fields[key] for key in _PULL_REPLY_KEYS]
+        if not all(len(text) <= 18 and text.isascii() and text.isdigit() for text in texts):
+            raise ValueError
+        next_begin, min_offset, max_offset, suggest = map(int, texts)
+        delta_text = fields.get("offsetDelta")
+        if delta_text is not None and not (
+            len(delta_text) <= 18 and delta_text.isascii() and delta_text.isdigit()
+        ):
+            raise ValueError
+        delta = None if delta_text is None else int(delta_text)
+    except (KeyError, ValueError):  # anything else: the typed header, with its precise error
+        ext = from_ext_fields(PullMessageResponseHeader, fields)
+        next_begin, min_offset, max_offset = ext.next_begin_offset, ext.min_offset, ext.max_offset
+        suggest, delta = ext.suggest_which_broker_id, ext.offset_delta
     result = interpret_pull_response(
         reply.code,
         remark=reply.remark,
-        next_begin_offset=ext.next_begin_offset,
-        min_offset=ext.min_offset,
-        max_offset=ext.max_offset,
-        suggest_which_broker_id=ext.suggest_which_broker_id,
-        offset_delta=ext.offset_delta,
+        next_begin_offset=next_begin,
+        min_offset=min_offset,
+        max_offset=max_offset,
+        suggest_which_broker_id=suggest,
+        offset_delta=delta,
     )
     msgs: list[MessageExt] = []
     if result.status is PullStatus.FOUND:

@@ -144,7 +144,7 @@ from rocketmq_py.protocol._properties import (
     encode_properties,
     encode_properties_bytes,
 )
-from rocketmq_py.protocol._pull_request import PullSysFlag, pull_request_header, pull_sys_flag
+from rocketmq_py.protocol._pull_request import PullFrames, PullSysFlag, pull_request_header, pull_sys_flag
 from rocketmq_py.protocol._running_info import (
     PROP_ALLOCATE_STRATEGY,
     PROP_CLIENT_VERSION,
@@ -243,6 +243,7 @@ __all__ = [
     "ProducerData",
     "PropertyKey",
     "ProtocolError",
+    "PullFrames",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
     "PullSysFlag",

@@ -74,6 +74,7 @@ class ConcurrentService:
         self._consumer = consumer
         self._work: collections.deque[_Batch] = collections.deque()
         self._idle = trio.lowlevel.ParkingLot()
+        self._parked = 0  # workers in _idle not picked yet (len(_idle) is a method call)
         # The listener last called and whether it is async (inspected when it changes).
         self._listener: object = None
         self._listener_async = False
@@ -99,12 +100,12 @@ class ConcurrentService:
             self._work.extend([(state, [msg]) for msg in msgs])
         else:
             self._work.extend([(state, list(msgs[at : at + size])) for at in range(0, len(msgs), size)])
-        if self._idle:
-            self._idle.unpark()  # that worker wakes another one if it leaves work behind
+        if self._parked:
+            self._wake_one()  # that worker wakes another one if it leaves work behind
 
     async def _worker(self) -> None:
         consumer = self._consumer
-        work, idle = self._work, self._idle
+        work = self._work
         now = trio.lowlevel.current_clock().current_time
         timeout = consumer.consume_timeout
         slack = min(DEADLINE_SLACK, timeout / 10)
@@ -114,21 +115,22 @@ class ConcurrentService:
         try:
             while True:
                 failed: tuple[QueueState, list[MessageExt], float] | None = None
-                with trio.CancelScope(deadline=now() + timeout + slack) as scope:
+                deadline = now() + timeout + slack
+                with trio.CancelScope(deadline=deadline) as scope:
                     calls = 0
                     while True:
                         if not work:
                             calls = 0
-                            await idle.park()
+                            await self._park()
                             continue
                         state, msgs = work.popleft()
-                        if work and idle:
-                            idle.unpark()
+                        if work and self._parked:
+                            self._wake_one()
                         if state.pq.dropped or state.revoking:
                             continue  # cached, never handed over: the next owner pulls it again
                         started = now()
-                        if scope.deadline < started + timeout:
-                            scope.deadline = started + timeout + slack
+                        if deadline < started + timeout:
+                            deadline = scope.deadline = started + timeout + slack
                         state.begin()
                         running = (state, msgs, started)
                         ok = await self._call(state, msgs)
@@ -163,6 +165,19 @@ class ConcurrentService:
         finally:
             if running is not None:  # cancelled from outside (the consumer stops) mid-call
                 running[0].end()
+
+    async def _park(self) -> None:
+        """Wait until :meth:`_wake_one` picks this worker (``_parked`` counts the waiting ones)."""
+        self._parked += 1
+        try:
+            await self._idle.park()
+        except BaseException:
+            self._parked -= 1  # cancelled while parked: nobody picked it
+            raise
+
+    def _wake_one(self) -> None:
+        self._parked -= 1
+        self._idle.unpark()
 
     async def _call(self, state: QueueState, msgs: list[MessageExt]) -> bool:
         """The listener on ``msgs``; whether it succeeded (an exception is logged: a failure)."""

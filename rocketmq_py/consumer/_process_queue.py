@@ -262,6 +262,18 @@ class ProcessQueue:
         if not table:
             return -1
         self.last_consume_time = self._clock() if now is None else now
+        offsets = self._offsets
+        if type(msgs) is list and len(msgs) == 1:  # one message a listener call (the default)
+            offset = msgs[0].queue_offset
+            cached = table.pop(offset, None)
+            if cached is not None:
+                self._msg_count -= 1
+                self._msg_size -= len(cached.body)
+                if offsets[0] == offset:
+                    del offsets[0]
+                else:
+                    del offsets[bisect_left(offsets, offset)]
+            return offsets[0] if offsets else self._queue_offset_max + 1
         removed: list[int] = []
         size = 0
         for msg in msgs:

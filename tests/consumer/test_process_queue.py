@@ -379,6 +379,28 @@ def test_random_put_remove_keeps_counts_and_commit_offset(ops: list[tuple[bool, 
         assert pq.first_offset == (min(model) if model else None)
 
 
+@given(offset_lists, st.randoms(use_true_random=False))
+def test_removing_one_message_at_a_time_keeps_counts_and_commit_offset(
+    offsets: list[int], rng: random.Random
+) -> None:
+    """The one-message path of remove_messages (one message a listener call) against the model."""
+    pq = ProcessQueue()
+    pq.put_messages([msg(o, o % 7) for o in offsets])
+    model = {o: o % 7 for o in offsets}
+    order = [*offsets, 999]  # 999 was never cached: ignored
+    rng.shuffle(order)
+    for o in order:
+        was_empty = not model
+        result = pq.remove_messages([msg(o)])
+        model.pop(o, None)
+        if was_empty:
+            assert result == -1  # nothing was waiting: nothing to commit
+        else:
+            assert result == (min(model) if model else max(offsets) + 1)
+        assert pq.msg_count == len(model)
+        assert pq.msg_size == sum(model.values())
+
+
 class OrderlyQueueMachine(RuleBasedStateMachine):
     """Random put/remove/take/commit/put-back sequences against a plain-dict model."""
 

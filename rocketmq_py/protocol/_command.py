@@ -51,7 +51,7 @@ import json.scanner
 import struct
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, field
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import Any, Final, TypeAlias, cast
 
 import construct as cs
@@ -87,6 +87,14 @@ _BIN_MIN_SIZE: Final = 21
 
 _JSON_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 _JSON_DECODER: Final = json.JSONDecoder()
+# The optional "orjson" extra: a faster reader of JSON headers (see _json_object).
+_orjson: ModuleType | None
+try:
+    import orjson
+
+    _orjson = orjson
+except ImportError:  # pragma: no cover - the pure path is the default install
+    _orjson = None
 # The C scanner behind JSONDecoder.decode (typeshed types its argument as a scanner, not a decoder).
 _JSON_SCAN: Final[Callable[[str, int], tuple[object, int]]] = json.scanner.make_scanner(
     cast(Any, _JSON_DECODER)
@@ -398,12 +406,24 @@ def _java_string(key: str, value: object) -> str:
     raise MalformedHeader(f"JSON header extFields[{key!r}] is {type(value).__name__}, not a string")
 
 
-def _json_object(header: bytes) -> object:
+def _json_object(header: bytes, *, pure: bool = False) -> object:
     """The JSON value of ``header``, as ``json.loads`` reads it (errors as :class:`MalformedHeader`).
 
-    A header that starts with ``{`` goes straight to the C scanner: ``JSONDecoder.decode`` would
-    only add a whitespace match on each side, at a third of the cost of a reply header.
+    With the ``orjson`` extra installed, orjson reads it (about twice as fast on reply headers);
+    what orjson refuses (NaN, lone surrogates, very deep nesting) goes the standard library's way,
+    so the decoded header or the error is the same either way
+    (``tests/protocol/test_json_header_paths.py``). Without it, a header that starts with ``{`` goes
+    straight to the C scanner: ``JSONDecoder.decode`` would only add a whitespace match on each
+    side, at a third of the cost of a reply header. ``pure``: the standard library's reading only.
+
+    orjson reads integers past 64 bits as floats; that matters only where a number becomes text
+    (``extFields`` values), and :func:`_decode_json_header` reads those the standard way.
     """
+    if _orjson is not None and not pure:
+        try:
+            return _orjson.loads(header)
+        except _orjson.JSONDecodeError:
+            pass  # the standard library's reading, or its error
     try:
         text = header.decode("utf-8")
         if text[:1] == "{":
@@ -459,6 +479,11 @@ def _decode_json_header(header: bytes) -> _Fields:
         ext = raw_ext
         for value in raw_ext.values():
             if type(value) is not str:
+                if _orjson is not None:  # orjson reads integers past 64 bits as floats: not Java's text
+                    pure = _json_object(header, pure=True)  # the same document, read the standard way
+                    raw_ext = pure.get("extFields") if type(pure) is dict else None
+                    if type(raw_ext) is not dict:
+                        raise MalformedHeader("JSON header reads differently with orjson")
                 ext = {k: _java_string(k, v) for k, v in raw_ext.items() if v is not None}
                 break
     else:

@@ -92,8 +92,6 @@ class FrameWriter:
         translated = translate_io_errors(f"writing to {self._address} failed")
         while True:
             await self._wakeup.wait()
-            # Let the other tasks made runnable with us queue their frames first.
-            await trio.lowlevel.cancel_shielded_checkpoint()
             self._wakeup = trio.Event()
             if not self._outbox:
                 continue

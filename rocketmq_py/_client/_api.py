@@ -7,7 +7,7 @@ typed value, or a typed :class:`~rocketmq_py.errors.BrokerError` for a non-succe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -360,6 +360,20 @@ class RemotingApi:
     ) -> None:
         header = self._update_offset_header(group, topic, queue_id, offset, broker_name)
         await self.oneway(address, RequestCode.UPDATE_CONSUMER_OFFSET, header)
+
+    async def update_consumer_offsets_oneway(
+        self, address: str, group: str, entries: Sequence[tuple[MessageQueue, int]]
+    ) -> None:
+        """UPDATE_CONSUMER_OFFSET oneway for each ``(queue, offset)`` of ``entries``, in one write."""
+        commands = [
+            self.command(
+                RequestCode.UPDATE_CONSUMER_OFFSET,
+                self._update_offset_header(group, mq.topic, mq.queue_id, offset, mq.broker_name),
+                oneway=True,
+            )
+            for mq, offset in entries
+        ]
+        await self.pool.send_many(address, commands)
 
     async def consumer_send_msg_back(
         self,

@@ -246,6 +246,16 @@ class ConnectionPool:
         connection = await self.get(address)
         await connection.oneway(command)
 
+    async def send_many(self, address: str, commands: Sequence[RemotingCommand]) -> None:
+        """Send oneway requests to ``address`` in a single write, connecting first if needed.
+
+        Raises:
+            ConnectionFailed: connecting or writing failed.
+            StateError: the pool is not open.
+        """
+        connection = await self.get(address)
+        await connection.send_many(commands)
+
     async def close_idle(self, addresses: Iterable[str]) -> set[str]:
         """Close the connections to ``addresses`` that have no call or handler in flight.
 

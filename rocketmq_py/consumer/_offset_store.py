@@ -2,7 +2,8 @@
 
 The table holds, per owned queue, the offset to commit: the smallest offset still in flight (see
 ``ProcessQueue.remove_messages``), only ever moved forward by consumption. ``persist_all`` sends
-every entry to its broker with a oneway UPDATE_CONSUMER_OFFSET (every 5 s, as Java); ``persist``
+every entry to its broker with a oneway UPDATE_CONSUMER_OFFSET (every 5 s, as Java; those of one
+broker in one write); ``persist``
 sends one synchronously (a queue being dropped, shutdown). The broker is its master, or while the
 master is down a slave of it (Java ``findBrokerAddressInSubscribe(name, MASTER_ID, false)``): the
 slave keeps the group's offsets meanwhile, and queues assigned then still find where to start.
@@ -84,13 +85,22 @@ class RemoteOffsetStore:
             keep = set(owned)
             for mq in [mq for mq in self._table if mq not in keep]:
                 del self._table[mq]
-        sent = 0
+        # One write per broker: the oneway commits of all its queues go out together.
+        by_broker: dict[str, list[tuple[MessageQueue, int]]] = {}
         for mq, offset in list(self._table.items()):
             try:
-                await self._api.update_consumer_offset_oneway(
-                    await self._broker(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
-                )
-                sent += 1
+                address = await self._broker(mq)
             except RocketMQError as exc:
                 log.warning("persisting the offset of %s failed: %s", mq, exc)
+                continue
+            by_broker.setdefault(address, []).append((mq, offset))
+        sent = 0
+        for address, entries in by_broker.items():
+            try:
+                await self._api.update_consumer_offsets_oneway(address, self.group, entries)
+                sent += len(entries)
+            except RocketMQError as exc:
+                log.warning(
+                    "persisting the offsets of %d queues to %s failed: %s", len(entries), address, exc
+                )
         return sent

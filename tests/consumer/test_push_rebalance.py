@@ -13,6 +13,7 @@ from rocketmq_py.consumer._push import PushConsumer
 from rocketmq_py.protocol import (
     HeartbeatData,
     MessageQueue,
+    PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
     RequestCode,
     decode_body,
@@ -227,9 +228,17 @@ async def test_subscription_and_heartbeat_reach_every_broker_before_any_pull(
         assert sub.tags_set == {"TagA", "TagB"}
         assert data.consume_type.name == "CONSUME_PASSIVELY"
         assert data.message_model.name == "CLUSTERING"
-        registered = {s.topic: s.sub_version for s in data.subscription_data_set}
-        for pull in cluster.pulls(fb):  # never newer than what the broker knows
-            assert pull.sub_version <= registered[pull.topic]
+        # Every pull is never newer than what the broker knows: the subscription versions of the
+        # last heartbeat it received before that pull (a topic rebalanced later renews its own
+        # version and heartbeats before its pulls, while the first topic's pulls already run).
+        registered: dict[str, int] = {}
+        for cmd in fb.received:
+            if cmd.code == RequestCode.HEART_BEAT and cmd.body:
+                (beat,) = decode_body(HeartbeatData, cmd.body).consumer_data_set
+                registered = {s.topic: s.sub_version for s in beat.subscription_data_set}
+            elif cmd.code == RequestCode.PULL_MESSAGE:
+                pull = from_ext_fields(PullMessageRequestHeader, cmd.ext_fields)
+                assert pull.sub_version <= registered[pull.topic]
 
 
 # --- idle pulls ----------------------------------------------------------------------------------

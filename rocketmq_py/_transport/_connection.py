@@ -46,7 +46,7 @@ from rocketmq_py._transport._diagnosis import (
     plaintext_mismatch_hint,
 )
 from rocketmq_py._transport._hooks import RPCHook
-from rocketmq_py._transport._io import translate_io_errors
+from rocketmq_py._transport._io import ReadWrite, translate_io_errors
 from rocketmq_py._transport._writer import FrameWriter
 from rocketmq_py.errors import (
     ClientError,
@@ -488,11 +488,11 @@ class Connection:
 
     async def _read_loop(self) -> None:
         frames = FrameBuffer(max_frame_size=self._max_frame_size)
-        stream = self._stream
+        io = ReadWrite(self._stream)
         translated = translate_io_errors(f"reading from {self._address} failed")
         while True:
             with translated:
-                data = await stream.receive_some(RECEIVE_CHUNK)
+                data = await io.receive(RECEIVE_CHUNK)
             if not data:
                 frames.eof()  # raises if the peer stopped mid-frame
                 raise ConnectionFailed(f"connection to {self._address} was closed by the peer")

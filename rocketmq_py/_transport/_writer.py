@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import trio
 
-from rocketmq_py._transport._io import translate_io_errors
+from rocketmq_py._transport._io import ReadWrite, translate_io_errors
 from rocketmq_py.errors import ConnectionFailed
 
 __all__ = ["Flush", "FrameWriter"]
@@ -88,7 +88,7 @@ class FrameWriter:
 
     async def run(self, on_error: Callable[[ConnectionFailed], None]) -> None:
         """Write until a write fails (``on_error`` gets the error, then this returns) or cancelled."""
-        stream = self._stream
+        io = ReadWrite(self._stream)
         translated = translate_io_errors(f"writing to {self._address} failed")
         while True:
             await self._wakeup.wait()
@@ -102,7 +102,7 @@ class FrameWriter:
             self._writing = True
             try:
                 with translated:
-                    await stream.send_all(chunk)
+                    await io.send_all(chunk)
             except ConnectionFailed as exc:
                 on_error(exc)
                 flush.done.set()

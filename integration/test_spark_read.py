@@ -250,6 +250,23 @@ def test_bad_option_is_named(spark: SparkSession, fmt: str, cluster: Cluster, fi
     assert "SparkOptionError" in str(info.value)
 
 
+def test_a_schema_picks_the_columns(spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled) -> None:
+    """``.schema(...)`` with some columns: those, in its order, with the full read's values."""
+
+    def reader() -> Any:
+        return spark.read.format(fmt).option("namesrv", cluster.namesrv_addr).option("topic", filled.topic)
+
+    df = reader().schema("queue_offset BIGINT, body BINARY, broker_name STRING").load()
+    assert df.columns == ["queue_offset", "body", "broker_name"]
+    rows = df.collect()
+    assert Counter((r["broker_name"], r["queue_offset"], r["body"]) for r in rows) == Counter(
+        (s.broker, s.queue_offset, s.body) for s in filled.sent
+    )
+    with pytest.raises(Exception, match="queue_offset BIGINT") as info:
+        reader().schema("queue_offset INT").load().collect()
+    assert "SparkSchemaError" in str(info.value)
+
+
 # --- failOnDataLoss: a dedicated one-broker cluster whose oldest commit-log files are deleted ----------
 
 # Small commit-log files, kept for 0 hours: `mqadmin deleteExpiredCommitLog` then deletes every full

@@ -11,13 +11,26 @@ Batch reads plan the queues' offset ranges on the driver and pull them directly 
 (no consumer group); streaming reads keep ``{"topic/broker/queueId": offset}`` in Spark's
 checkpoint. Options, schema and behaviour: see :mod:`spark_connector._options`,
 :mod:`spark_connector._schema`, :mod:`spark_connector._planning` and :mod:`spark_connector._stream`.
+
+A schema naming only the columns a query needs makes the read cheaper: the executors build those
+columns and skip the work for the others (Spark pushes no column pruning down to Python data
+sources, so this is the way to ask). Any subset of :data:`SCHEMA_DDL` in any order, each column
+with its own type; anything else fails the query with :class:`SparkSchemaError`::
+
+    df = (
+        spark.read.format("rocketmq")
+        .schema("queue_offset BIGINT, body BINARY")
+        .option("namesrv", "127.0.0.1:9876")
+        .option("topic", "t")
+        .load()
+    )
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from spark_connector._errors import DataLossError, SparkOptionError
+from spark_connector._errors import DataLossError, SparkOptionError, SparkSchemaError
 from spark_connector._schema import ARROW_SCHEMA, SCHEMA_DDL, SPARK_SCHEMA
 from spark_connector._source import FORMAT, PUSHDOWN_CONF, RocketMQDataSource, RocketMQPushdownDataSource
 
@@ -30,6 +43,7 @@ __all__ = [
     "RocketMQDataSource",
     "RocketMQPushdownDataSource",
     "SparkOptionError",
+    "SparkSchemaError",
     "register",
 ]
 

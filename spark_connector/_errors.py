@@ -1,10 +1,19 @@
-"""The connector's errors, both in rocketmq-py's one error tree (:mod:`rocketmq_py.errors`)."""
+"""The connector's errors, all in rocketmq-py's one error tree (:mod:`rocketmq_py.errors`)::
+
+    RocketMQError
+    ├── ClientError
+    │   ├── SparkOptionError   an option is missing, conflicts with another or does not parse
+    │   └── SparkSchemaError   a schema given with ``.schema(...)`` that the source cannot return
+    └── DataLossError          messages the query asked for are gone
+
+The two client errors are raised while Spark plans the query, before anything is read.
+"""
 
 from __future__ import annotations
 
 from rocketmq_py.errors import ClientError, RocketMQError
 
-__all__ = ["DataLossError", "SparkOptionError"]
+__all__ = ["DataLossError", "SparkOptionError", "SparkSchemaError"]
 
 
 class SparkOptionError(ClientError):
@@ -18,6 +27,27 @@ class SparkOptionError(ClientError):
     def __init__(self, option: str, problem: str) -> None:
         super().__init__(f"option {option!r}: {problem}")
         self.option = option
+        self.problem = problem
+
+
+class SparkSchemaError(ClientError):
+    """A schema given with ``spark.read.schema(...)`` / ``readStream.schema(...)`` that the source cannot return.
+
+    The source returns a subset of its columns (:data:`~spark_connector.SCHEMA_DDL`), each under
+    its own name and with its own type; the schema picks which ones and in what order.
+
+    Attributes:
+        column: the column at fault as the schema spells it (None: the schema names no column).
+        expected: the type the source returns for that column, in DDL (e.g. ``BIGINT``), or the
+            whole accepted schema (:data:`~spark_connector.SCHEMA_DDL`) for an unknown column or
+            an empty schema.
+        problem: what is wrong with it.
+    """
+
+    def __init__(self, column: str | None, expected: str, problem: str) -> None:
+        super().__init__(f"the schema {problem}" if column is None else f"column {column!r}: {problem}")
+        self.column = column
+        self.expected = expected
         self.problem = problem
 
 

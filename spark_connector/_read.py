@@ -13,7 +13,9 @@ with Spark consuming the previous one and memory stays bounded. When Spark stops
 ``LIMIT``), closing the generator stops the thread.
 
 Replies stay bytes until a batch is built: :mod:`spark_connector._columns` turns them into
-columns without a MessageExt per message (the window and the tag re-check are applied there).
+columns without a MessageExt per message (the window and the tag re-check are applied there),
+only the columns of the reader's :class:`~spark_connector._schema.Projection` (all of them unless
+the query gave a schema).
 
 Pull answers (protocol.md §3.3): FOUND continues at ``nextBeginOffset``; NO_MATCHED_MSG (all
 filtered) continues there too; NO_NEW_MSG means the queue ends before ``end`` (data loss:
@@ -59,6 +61,7 @@ from spark_connector._errors import DataLossError
 from spark_connector._metadata import broker_addresses, connection_pool, route
 from spark_connector._options import ReadOptions
 from spark_connector._planning import QueueRange, RocketMQPartition
+from spark_connector._schema import ALL_COLUMNS, Projection
 
 __all__ = ["BATCH_ROWS", "PIPELINE", "READER_GROUP", "iter_partition", "pull_range"]
 
@@ -243,7 +246,11 @@ async def _addresses(api: RemotingApi, options: ReadOptions, ranges: Sequence[Qu
 
 
 async def _produce(
-    partition: RocketMQPartition, options: ReadOptions, out: queue.Queue[object], stop: threading.Event
+    partition: RocketMQPartition,
+    options: ReadOptions,
+    projection: Projection,
+    out: queue.Queue[object],
+    stop: threading.Event,
 ) -> None:
     def put(item: object) -> None:
         while not stop.is_set():
@@ -267,7 +274,7 @@ async def _produce(
             accept = MessageFilter(build_subscription_data(r.topic, options.sub_expression, sub_version=0))
 
             async def emit(replies: list[ReplyChunk]) -> None:
-                batch = chunks_to_batch(r.broker_name, replies, accept)
+                batch = chunks_to_batch(r.broker_name, replies, accept, projection)
                 if batch.num_rows:
                     await trio.to_thread.run_sync(put, batch)
 
@@ -282,8 +289,10 @@ async def _produce(
         await run(RemotingApi(pool, timeout=options.pull_timeout))
 
 
-def iter_partition(partition: RocketMQPartition, options: ReadOptions) -> Iterator[pa.RecordBatch]:
-    """The partition's rows as Arrow batches, pulled by one trio loop in a helper thread."""
+def iter_partition(
+    partition: RocketMQPartition, options: ReadOptions, projection: Projection = ALL_COLUMNS
+) -> Iterator[pa.RecordBatch]:
+    """The partition's rows as Arrow batches of ``projection``'s columns, pulled by one trio loop in a helper thread."""
     if not any(r.count > 0 for r in partition.ranges):
         return
     out: queue.Queue[object] = queue.Queue(maxsize=_QUEUE_DEPTH)
@@ -292,7 +301,7 @@ def iter_partition(partition: RocketMQPartition, options: ReadOptions) -> Iterat
 
     def runner() -> None:
         try:
-            trio.run(_produce, partition, options, out, stop)
+            trio.run(_produce, partition, options, projection, out, stop)
         except BaseException as exc:
             failure.append(unwrap_single(exc))
         while not stop.is_set():

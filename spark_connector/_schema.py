@@ -1,23 +1,36 @@
-"""The reader's row layout: the Spark schema and the exact Arrow schema of the batches ``read()`` yields.
+"""The reader's row layout: the Spark schema, the exact Arrow schema of the batches ``read()`` yields,
+and the subset of columns a query asks for.
 
 Spark compares the Arrow schema of every yielded batch with ``to_arrow_schema(schema, "UTC")``
 and refuses any difference (``DATA_SOURCE_RETURN_SCHEMA_MISMATCH``), so :data:`ARROW_SCHEMA` is
 spelled out field by field: ``INT`` is int32, ``TIMESTAMP`` is ``timestamp[us, tz=UTC]``, a map's
 keys are non-null. :func:`messages_to_batch` builds the columns one by one from decoded messages.
+
+Column pruning goes through the schema. PySpark's Python Data Source API (4.0 to 4.3) pushes no
+projection down: ``DataSource.reader(schema)`` / ``streamReader(schema)`` get the source's own
+schema (:data:`SPARK_SCHEMA`) or, when the user gives one (``spark.read.format("rocketmq")
+.schema("queue_offset BIGINT, body BINARY")``), exactly that one, and every batch must then have
+exactly its columns, in its order. :func:`parse_read_schema` checks such a schema against the
+source's columns (names exact, types equal; a column may be declared NOT NULL unless it can be
+null) and returns the :class:`Projection` the executors build: only those columns, so the work
+for the others is skipped (see :mod:`spark_connector._columns`).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Final
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    DataType,
     IntegerType,
     LongType,
     MapType,
@@ -30,8 +43,19 @@ from pyspark.sql.types import (
 from rocketmq_py.protocol import MessageExt
 from rocketmq_py.protocol._ids import format_socket_address
 from rocketmq_py.protocol._properties import PropertyKey
+from spark_connector._errors import SparkSchemaError
 
-__all__ = ["ARROW_SCHEMA", "COLUMNS", "SCHEMA_DDL", "SPARK_SCHEMA", "empty_batch", "messages_to_batch"]
+__all__ = [
+    "ALL_COLUMNS",
+    "ARROW_SCHEMA",
+    "COLUMNS",
+    "SCHEMA_DDL",
+    "SPARK_SCHEMA",
+    "Projection",
+    "empty_batch",
+    "messages_to_batch",
+    "parse_read_schema",
+]
 
 #: The schema as the issue states it (Spark DDL).
 SCHEMA_DDL: Final = (
@@ -95,11 +119,87 @@ _TAGS: Final = PropertyKey.TAGS
 _KEYS: Final = PropertyKey.KEYS
 _UNIQ: Final = PropertyKey.UNIQ_KEY
 _TS_MS: Final = pa.timestamp("ms", tz="UTC")
+_TYPES: Final[dict[str, DataType]] = {f.name: f.dataType for f in SPARK_SCHEMA.fields}
+#: The only column that can be null (a message without TAGS); the others may be declared NOT NULL.
+_NULLABLE: Final = frozenset({"tags"})
 
 
-def empty_batch() -> pa.RecordBatch:
-    """A batch with no rows and :data:`ARROW_SCHEMA`."""
-    return pa.RecordBatch.from_pylist([], schema=ARROW_SCHEMA)
+@dataclass(frozen=True, slots=True)
+class Projection:
+    """The columns a read returns, in the order its schema names them, and its batches' exact schema.
+
+    Picklable: it travels to executors inside the reader.
+
+    Attributes:
+        columns: names of :data:`COLUMNS`, in output order, each once (never empty).
+        arrow_schema: what every batch is: ``to_arrow_schema`` of the schema the reader was made
+            with (the schema Spark checks the batches against).
+    """
+
+    columns: tuple[str, ...]
+    arrow_schema: pa.Schema
+
+
+#: Every column, as the source's own schema has them (a read without ``.schema(...)``).
+ALL_COLUMNS: Final = Projection(COLUMNS, ARROW_SCHEMA)
+
+
+def parse_read_schema(schema: StructType) -> Projection:
+    """The :class:`Projection` of the schema ``reader()`` / ``streamReader()`` were given.
+
+    That is :data:`SPARK_SCHEMA` when the user gave no schema, else the user's: any non-empty
+    subset of the source's columns in any order, each with its own type (:data:`SCHEMA_DDL`).
+    Names are matched exactly (the batches must carry the user's names).
+
+    Raises:
+        SparkSchemaError: the schema is empty, names a column the source does not have or a column
+            twice, gives a column another type, or declares ``tags`` NOT NULL. The error names the
+            column and the type the source returns for it.
+    """
+    fields = list(schema.fields)
+    if not fields:
+        raise SparkSchemaError(None, SCHEMA_DDL, f"names no column; give one or more of: {SCHEMA_DDL}")
+    seen: set[str] = set()
+    for f in fields:
+        name = f.name
+        if name not in _TYPES:
+            near = [c for c in COLUMNS if c.lower() == name.lower()]
+            hint = f" (did you mean {near[0]!r}? names are matched exactly)" if near else ""
+            raise SparkSchemaError(
+                name, SCHEMA_DDL, f"is not a column of format rocketmq{hint}; the columns are: {SCHEMA_DDL}"
+            )
+        expected = _TYPES[name]
+        accepted = _ddl(expected)
+        if name in seen:
+            raise SparkSchemaError(
+                name, accepted, f"is named twice; give each column once ({name} {accepted})"
+            )
+        seen.add(name)
+        if f.dataType != expected:
+            given = _ddl(f.dataType)
+            if given == accepted:  # differs only in the nullability of elements or map values
+                given += " with non-null elements"
+            raise SparkSchemaError(
+                name,
+                accepted,
+                f"is declared {given} but the source returns {accepted}: declare '{name} {accepted}'",
+            )
+        if not f.nullable and name in _NULLABLE:
+            raise SparkSchemaError(
+                name,
+                accepted,
+                f"is declared NOT NULL but is null for a message without TAGS: declare '{name} {accepted}'",
+            )
+    return Projection(tuple(f.name for f in fields), to_arrow_schema(StructType(fields), timezone="UTC"))
+
+
+def _ddl(data_type: DataType) -> str:
+    return data_type.simpleString().upper()
+
+
+def empty_batch(schema: pa.Schema = ARROW_SCHEMA) -> pa.RecordBatch:
+    """A batch with no rows and ``schema`` (by default :data:`ARROW_SCHEMA`)."""
+    return pa.RecordBatch.from_pylist([], schema=schema)
 
 
 def messages_to_batch(broker_name: str, messages: Sequence[MessageExt]) -> pa.RecordBatch:

@@ -4,6 +4,13 @@
 parse the options (a bad one fails the query at once, naming the option) and return the batch
 reader here, the stream reader (:mod:`spark_connector._stream`) or the writers
 (:mod:`spark_connector._sink`, imported only when a write asks for them).
+
+The readers' factories also get the schema to return: the source's own (:meth:`schema`, all
+sixteen columns) or the one the user gave with ``.schema(...)``. Spark has no other way to say
+which columns a query needs (the Python Data Source API pushes no projection down), so a user
+schema naming fewer columns is how a query prunes the others: the executors build only those
+(:func:`~spark_connector._schema.parse_read_schema` checks it, and a schema the source cannot
+return fails the query at once with :class:`~spark_connector.SparkSchemaError`).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from spark_connector._options import ReadOptions, parse_read_options
 from spark_connector._planning import QueueRange, RocketMQPartition, plan_partitions, resolve_ranges
 from spark_connector._pushdown import Pushdown, push_filters
 from spark_connector._read import READER_GROUP, iter_partition
-from spark_connector._schema import SPARK_SCHEMA
+from spark_connector._schema import ALL_COLUMNS, SPARK_SCHEMA, Projection, parse_read_schema
 from spark_connector._stream import RocketMQStreamReader
 
 if TYPE_CHECKING:
@@ -63,10 +70,14 @@ class RocketMQDataSource(DataSource):
         return SPARK_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return RocketMQBatchReader(parse_read_options(self.options, streaming=False))
+        return RocketMQBatchReader(
+            parse_read_options(self.options, streaming=False), parse_read_schema(schema)
+        )
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return RocketMQStreamReader(parse_read_options(self.options, streaming=True))
+        return RocketMQStreamReader(
+            parse_read_options(self.options, streaming=True), parse_read_schema(schema)
+        )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from spark_connector._sink import RocketMQWriter
@@ -80,10 +91,16 @@ class RocketMQDataSource(DataSource):
 
 
 class RocketMQBatchReader(DataSourceReader):
-    """Plans a batch read on the driver (:meth:`partitions`) and pulls it on executors (:meth:`read`)."""
+    """Plans a batch read on the driver (:meth:`partitions`) and pulls it on executors (:meth:`read`).
 
-    def __init__(self, options: ReadOptions) -> None:
+    Args:
+        options: the parsed options.
+        projection: the columns :meth:`read` returns (by default all of them).
+    """
+
+    def __init__(self, options: ReadOptions, projection: Projection = ALL_COLUMNS) -> None:
         self.options = options
+        self.projection = projection
         self.pushdown = Pushdown()
 
     def plan_ranges(self) -> list[QueueRange]:
@@ -139,7 +156,7 @@ class RocketMQBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, RocketMQPartition):  # Spark's placeholder for an empty plan
             return iter(())
-        return iter_partition(partition, self.options)
+        return iter_partition(partition, self.options, self.projection)
 
 
 class RocketMQPushdownReader(RocketMQBatchReader):
@@ -158,7 +175,9 @@ class RocketMQPushdownDataSource(RocketMQDataSource):
     """Format ``rocketmq`` with filter pushdown; :func:`spark_connector.register` registers it."""
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return RocketMQPushdownReader(parse_read_options(self.options, streaming=False))
+        return RocketMQPushdownReader(
+            parse_read_options(self.options, streaming=False), parse_read_schema(schema)
+        )
 
 
 def _latest(a: int | None, b: int | None) -> int | None:

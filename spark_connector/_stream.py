@@ -16,6 +16,9 @@ RocketMQ queues are addressable by offset.
   (UPDATE_CONSUMER_OFFSET), so admin tools show the query's lag. Spark never reads them back.
   Spark commits a batch to its source only when it plans the next batch with data, so the
   group trails the query by its last batch (an ``availableNow`` run ends one batch behind).
+
+With ``readStream.schema(...)`` the batches hold only the columns that schema names (see
+:mod:`spark_connector._schema`); offsets and planning do not depend on it.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from spark_connector._planning import (
     resolve_ranges,
 )
 from spark_connector._read import READER_GROUP, iter_partition
+from spark_connector._schema import ALL_COLUMNS, Projection
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
@@ -78,8 +82,9 @@ class _Snapshot:
 class _StreamReader(DataSourceStreamReader):
     """The stream reader proper; :class:`RocketMQStreamReader` adds the availableNow mixin when present."""
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, projection: Projection = ALL_COLUMNS) -> None:
         self.options = options
+        self.projection = projection
         self._target: Offsets | None = None
         self._addresses: dict[str, str] = {}
         self._minimums: Offsets = {}  # from the last snapshot: where queues new to a batch start
@@ -207,7 +212,7 @@ class _StreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RocketMQPartition)
-        return iter_partition(partition, self.options)
+        return iter_partition(partition, self.options, self.projection)
 
     def commit(self, end: dict[str, int]) -> None:
         group = self.options.commit_to_group

@@ -6,6 +6,10 @@ the tag re-check per message, then ``messages_to_batch`` (itself pinned to a pla
 and IPv6 hosts, compressed bodies, and raw property bytes: separators in odd places, empty names
 or values, a name twice, invalid UTF-8. The columnar path must take the common case itself and
 hand the rest to the general path; either way the batches are equal.
+
+A query that gives a schema gets only its columns (a ``Projection``): for any subset of the
+columns in any order, the batch equals the full batch's same columns, and the columnar path never
+leaves to the general path a batch the full build keeps.
 """
 
 from __future__ import annotations
@@ -14,25 +18,36 @@ import struct
 from collections.abc import Callable
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from pyspark.sql.types import StructType
 
 from rocketmq_py.consumer._filter import MessageFilter
 from rocketmq_py.errors import MalformedMessage
 from rocketmq_py.protocol import MessageExt, SysFlag, build_subscription_data
 from rocketmq_py.protocol._stored import encode_stored_message
+from spark_connector import _columns
+from spark_connector._arrow_columns import any_entries, plain_entries
 from spark_connector._columns import (
+    _BUILDERS,
     ReplyChunk,
-    _any_entries,
     _columnar,
-    _plain_entries,
+    _Records,
     chunks_to_batch,
     chunks_to_messages,
     last_queue_offset,
     record_starts,
 )
-from spark_connector._schema import ARROW_SCHEMA, messages_to_batch
+from spark_connector._schema import (
+    ARROW_SCHEMA,
+    COLUMNS,
+    SPARK_SCHEMA,
+    Projection,
+    messages_to_batch,
+    parse_read_schema,
+)
 
 TOPIC = "TopicA"
 
@@ -54,7 +69,7 @@ def accept(expression: str = "*") -> MessageFilter:
     return MessageFilter(build_subscription_data(TOPIC, expression, sub_version=0))
 
 
-def reference(broker: str, chunks: list[ReplyChunk], expression: str) -> object:
+def reference(broker: str, chunks: list[ReplyChunk], expression: str) -> pa.RecordBatch:
     return messages_to_batch(broker, chunks_to_messages(chunks, accept(expression)))
 
 
@@ -290,8 +305,119 @@ def _is_plain(row: bytes) -> bool:
 def test_plain_entries_equal_the_general_split(rows: list[bytes]) -> None:
     """The one-pass split takes exactly the broker-written layout and finds what the general split finds."""
     text, bounds = _texts(rows)
-    plain = _plain_entries(text, bounds)
+    plain = plain_entries(text, bounds)
     assert (plain is not None) == all(_is_plain(r) for r in rows)
     if plain is not None:
-        for got, expected in zip(plain, _any_entries(text, bounds), strict=True):
+        for got, expected in zip(plain, any_entries(text, bounds), strict=True):
             assert got.tolist() == expected.tolist()
+
+
+# --- column pruning: a schema's columns only -------------------------------------------------------
+
+
+def projection(columns: list[str], *, not_null: frozenset[str] = frozenset()) -> Projection:
+    """What ``reader()`` makes of a user schema naming ``columns`` (those in ``not_null`` NOT NULL)."""
+    fields = [SPARK_SCHEMA[c] for c in columns]
+    return parse_read_schema(
+        StructType([f if f.name not in not_null else type(f)(f.name, f.dataType, False) for f in fields])
+    )
+
+
+column_lists = st.lists(st.sampled_from(COLUMNS), min_size=1, max_size=len(COLUMNS), unique=True)
+
+
+def test_every_column_has_a_builder() -> None:
+    assert list(_BUILDERS) == list(COLUMNS)
+
+
+@given(st.lists(replies, max_size=4), st.sampled_from(["*", "Tag1", "Tag1 || é"]), column_lists)
+@example([([common(0), common(1)], 0, 2**40)], "*", ["body", "queue_offset"])
+@settings(deadline=None, max_examples=300)
+def test_any_columns_equal_the_full_batch(
+    replies: list[tuple[list[bytes], int, int]], expression: str, columns: list[str]
+) -> None:
+    chunks = [chunk(recs, lo, hi) for recs, lo, hi in replies]
+    wanted = projection(columns)
+    full = chunks_to_batch("broker-x", chunks, accept(expression))
+    batch = chunks_to_batch("broker-x", chunks, accept(expression), wanted)
+    assert batch.schema.equals(wanted.arrow_schema)
+    assert batch.schema.names == columns
+    assert batch.equals(full.select(columns))
+
+
+@given(
+    st.lists(
+        st.tuples(st.lists(common_records(), max_size=6), st.integers(0, 40), st.integers(0, 41)), max_size=4
+    ),
+    st.sampled_from(["*", "Tag1", "Tag1 || é"]),
+    column_lists,
+)
+@settings(deadline=None, max_examples=300)
+def test_pruned_columnar_path_equals_the_full_one(
+    replies: list[tuple[list[bytes], int, int]], expression: str, columns: list[str]
+) -> None:
+    chunks = [chunk(recs, lo, hi) for recs, lo, hi in replies]
+    full = _columnar("broker-x", chunks, accept(expression))
+    batch = _columnar("broker-x", chunks, accept(expression), projection(columns))
+    if full is not None:
+        assert batch is not None, "fewer columns never send a batch the general way"
+    if batch is not None:
+        assert batch.equals(reference("broker-x", chunks, expression).select(columns))
+
+
+def test_columns_that_do_not_read_the_properties_skip_their_checks() -> None:
+    """A name twice sends the full batch the general way; without the split, the columnar path keeps it."""
+    chunks = [chunk([common(0), record(props(("KEYS", "a"), ("KEYS", "b")), queue_offset=101), common(2)])]
+    assert _columnar("b", chunks, accept()) is None
+    for columns in (["queue_offset", "body"], ["offset_msg_id", "topic", "store_host"]):
+        batch = _columnar("b", chunks, accept(), projection(columns))
+        assert batch is not None
+        assert batch.equals(reference("b", chunks, "*").select(columns))
+    # The tag filter reads the tags, so it needs the split even when ``tags`` is not returned.
+    assert _columnar("b", chunks, accept("Tag0 || Tag2"), projection(["queue_offset"])) is None
+    pruned = chunks_to_batch("b", chunks, accept("Tag0 || Tag2"), projection(["queue_offset"]))
+    assert pruned.column("queue_offset").to_pylist() == [100, 102]
+
+
+def test_unasked_columns_cost_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``queue_offset, body``: no properties split, no offset ids, no hosts, no keys."""
+
+    def boom(*args: object) -> None:
+        raise AssertionError("built a column nobody asked for")
+
+    chunks = [chunk([common(i) for i in range(10)], 100, 108)]
+    expected = chunks_to_batch("b", chunks, accept()).select(["queue_offset", "body"])
+    monkeypatch.setattr(_columns, "split_properties", boom)
+    monkeypatch.setattr(_columns, "hosts_column", boom)
+    monkeypatch.setattr(_columns, "keys_column", boom)
+    monkeypatch.setattr(_Records, "offset_ids", property(boom))
+    batch = chunks_to_batch("b", chunks, accept(), projection(["queue_offset", "body"]))
+    assert batch.equals(expected)
+    assert batch.num_rows == 8
+    for columns in (["msg_id"], ["tags"], ["store_host"], ["offset_msg_id"]):
+        with pytest.raises(AssertionError, match="nobody asked"):
+            chunks_to_batch("b", chunks, accept(), projection(columns))
+
+
+def test_pruned_batches_keep_the_schema_given() -> None:
+    chunks = [chunk([common(i) for i in range(5)])]
+    wanted = projection(["sys_flag", "queue_offset", "keys"], not_null=frozenset({"queue_offset", "keys"}))
+    assert not wanted.arrow_schema.field("queue_offset").nullable
+    for c in (chunks, [chunk([common(0), record(b"\xff", queue_offset=1)])]):  # columnar, then general
+        batch = chunks_to_batch("b", c, accept(), wanted)
+        assert batch.schema.equals(wanted.arrow_schema)
+        full = chunks_to_batch("b", c, accept())
+        for name in wanted.columns:  # the same values; only the fields' nullability differs
+            assert batch.column(name).equals(full.column(name))
+    empty = chunks_to_batch("b", [chunk([])], accept(), wanted)
+    assert (empty.num_rows, empty.schema) == (0, wanted.arrow_schema)
+
+
+def test_malformed_records_raise_whatever_the_columns() -> None:
+    lying = bytearray(common(0))
+    lying[84:88] = struct.pack(">i", 5000)  # a body length past the record
+    data = bytes(lying)
+    only = projection(["queue_offset"])
+    assert _columnar("b", [ReplyChunk(data, record_starts(data), 0, 2**62)], accept(), only) is None
+    with pytest.raises(MalformedMessage):
+        chunks_to_batch("b", [ReplyChunk(data, record_starts(data), 0, 2**62)], accept(), only)

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import pickle
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import pyarrow as pa
 import pytest
+import trio
+from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_json_string
+from pyspark.sql.worker.plan_data_source_read import records_to_arrow_batches
 
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._transport import ConnectionPool
@@ -30,7 +35,7 @@ from rocketmq_py.protocol import (
     to_ext_fields,
 )
 from rocketmq_py.testing._fake_broker import FakeBroker
-from spark_connector import DataLossError
+from spark_connector import SPARK_SCHEMA, DataLossError, RocketMQDataSource
 from spark_connector._metadata import commit_group_offsets, queue_states, resolve_topics, search_offsets
 from spark_connector._options import ReadOptions, parse_read_options
 from spark_connector._planning import QueueRange
@@ -227,3 +232,48 @@ async def test_commit_declares_an_unknown_group_first(fakes: Fakes) -> None:
 
 def fakes_groups(request: RemotingCommand) -> set[str]:
     return {c.group_name for c in decode_body(HeartbeatData, request.body).consumer_data_set}
+
+
+def read_table(options: dict[str, str], schema: StructType) -> pa.Table:
+    """What Spark's Python workers do for ``spark.read...schema(schema).load()``, without Spark.
+
+    The schema arrives as JSON; ``reader(schema)`` plans the partitions; the reader travels
+    pickled to the executors, whose batches Spark's own check (``records_to_arrow_batches``)
+    compares with the schema (``DATA_SOURCE_RETURN_SCHEMA_MISMATCH`` on any difference).
+    """
+    schema = _parse_datatype_json_string(schema.json())
+    source = RocketMQDataSource(options)
+    planned = source.reader(schema)
+    reader = pickle.loads(pickle.dumps(planned))
+    batches = [
+        b
+        for p in planned.partitions()  # type: ignore[attr-defined]
+        for b in records_to_arrow_batches(iter(reader.read(p)), 10_000, schema, source)
+    ]
+    return pa.Table.from_batches(batches)
+
+
+async def test_reader_returns_only_the_schemas_columns(fakes: Fakes) -> None:
+    """Planning and pulling as without a schema; the batches hold its columns, in its order."""
+    fill(fakes.a, 0, 7)
+    fill(fakes.b, 1, 4)
+    options = {"namesrv": fakes.namesrv.address, "topic": TOPIC, "subExpression": "B"}
+    offset_not_null = StructField("queue_offset", LongType(), nullable=False)
+    schema = StructType([SPARK_SCHEMA["body"], offset_not_null, SPARK_SCHEMA["broker_name"]])
+    # The readers run their own trio loops (planning, the executor's pull thread): off this one,
+    # which serves the fake brokers.
+    pruned = await trio.to_thread.run_sync(read_table, options, schema)
+    full = await trio.to_thread.run_sync(read_table, options, SPARK_SCHEMA)
+    assert pruned.column_names == ["body", "queue_offset", "broker_name"]
+    assert full.num_columns == 16
+    for name in pruned.column_names:
+        assert pruned[name].equals(full[name])
+    assert sorted(
+        zip(pruned["broker_name"].to_pylist(), pruned["queue_offset"].to_pylist(), strict=True)
+    ) == [
+        ("broker-a", 1),
+        ("broker-a", 3),
+        ("broker-a", 5),
+        ("broker-b", 1),
+        ("broker-b", 3),
+    ]

@@ -8,8 +8,7 @@ typed value, or a typed :class:`~rocketmq_py.errors.BrokerError` for a non-succe
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, NamedTuple
 
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import MalformedHeader, broker_error_for
@@ -55,7 +54,6 @@ from rocketmq_py.protocol import (
     send_header_to_v2,
     to_ext_fields,
 )
-from rocketmq_py.protocol._frozen import slot_builder
 from rocketmq_py.protocol._pull_request import PullFrames
 
 __all__ = ["RemotingApi", "SendReply", "send_header_fields", "send_reply"]
@@ -81,8 +79,7 @@ _PULL_CODES = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class SendReply:
+class SendReply(NamedTuple):
     """The broker's answer to a send: its code (one of the stored codes) and where it stored it."""
 
     code: int
@@ -91,9 +88,6 @@ class SendReply:
     queue_offset: int
     transaction_id: str | None
     region_id: str | None
-
-
-_send_reply: Final = slot_builder(SendReply)
 
 
 def send_header_fields(header: SendMessageRequestHeader) -> dict[str, str]:
@@ -109,7 +103,7 @@ def send_reply(reply: RemotingCommand) -> SendReply:
     """
     ext = reply.ext_fields
     try:
-        return _send_reply(
+        return SendReply(
             reply.code,
             ext["msgId"],
             int(ext["queueId"]),

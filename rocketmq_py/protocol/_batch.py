@@ -58,7 +58,15 @@ def encode_batch(messages: Sequence[Message]) -> bytes:
     empty_key = False
     for message in messages:
         properties = message.properties
-        if properties:
+        if len(properties) == 1:  # the usual batch entry: only its UNIQ_KEY
+            ((key, value),) = properties.items()
+            if value:
+                entries += 1
+                texts.append(f"{key}\x01{value}\x02")
+                empty_key = empty_key or not key
+            else:
+                texts.append("")
+        elif properties:
             items = [f"{key}\x01{value}\x02" for key, value in properties.items() if value]
             entries += len(items)
             texts.append("".join(items))

@@ -183,6 +183,10 @@ def _fake_ip() -> bytes:
     return _OFFSET.pack(_wall_clock_ms())[4:]
 
 
+#: Two uppercase hex digits of each byte value: a key's counter in two lookups.
+_HEX2: Final = tuple(f"{value:02X}" for value in range(256))
+
+
 # Generators that derive pid/salt themselves are re-seeded in a forked child, so two processes
 # forked from one parent (PySpark workers) never share a prefix and counter.
 _AUTO_SEEDED: weakref.WeakSet[UniqKeyGenerator] = weakref.WeakSet()
@@ -273,13 +277,18 @@ class UniqKeyGenerator:
 
     def next(self) -> str:
         """A new UNIQ_KEY: 32 uppercase hex characters for IPv4, 56 for IPv6."""
-        return f"{self._head()}{next(self._counter) & 0xFFFF:04X}"
+        counter = next(self._counter) & 0xFFFF
+        return self._head() + _HEX2[counter >> 8] + _HEX2[counter & 0xFF]  # half the cost of :04X
 
     def next_many(self, count: int) -> list[str]:
         """``count`` new UNIQ_KEYs made at once (one clock read: a batch's messages share the time)."""
         head = self._head()
-        counter = self._counter
-        return [f"{head}{next(counter) & 0xFFFF:04X}" for _ in range(count)]
+        advance = self._counter.__next__
+        keys = []
+        for _ in range(count):
+            counter = advance() & 0xFFFF
+            keys.append(head + _HEX2[counter >> 8] + _HEX2[counter & 0xFF])
+        return keys
 
     __call__ = next
 

@@ -1,11 +1,10 @@
 """Send -> consume latency at a light fixed rate: rocketmq-py and the Java push consumer, side by side.
 
 One paced sender (ours, a trio ``Producer`` in this process) sends ``--rate`` messages/s to a topic
-(``--queues`` queues on one broker); two consumers in two new groups consume the same messages at
-the same time: our ``PushConsumer`` (a child process of its own) and the official Java
-``DefaultMQPushConsumer`` (``java/LatencyConsumer.java``, compiled with ``javac`` against the
-rocketmq-client jars of the Java benchmark tools, cached), each with its client's defaults and a
-listener that does nothing but read the clock.
+(``--queues`` queues on each broker) consumed by a new group: our ``PushConsumer`` (a child process
+of its own) or the official Java ``DefaultMQPushConsumer`` (``java/LatencyConsumer.java``, compiled
+with ``javac`` against the rocketmq-client jars of the Java benchmark tools, cached), each with its
+client's defaults and a listener that does nothing but read the clock (see the modes below).
 
 Latency = the consumer's wall clock when its listener is entered - the sender's wall clock just
 before the send call (``time.time_ns()``, written in the body as "<sequence> <epoch ns>"): one host,
@@ -18,19 +17,20 @@ Pacing: message ``i`` is due at ``start + i / rate`` (absolute times: a late sen
 the ones after it); a pool of sender tasks sends what is due, so a slow acknowledgement does not
 hold the schedule back. Each round prints how late the sends started against the schedule.
 
-Why both consumers at once rather than alternating rounds: they then see exactly the same
-messages, sent at the same moments, through the same broker hiccups (GC, flush, page cache), so the
-difference between them is the clients' and not the moment's; the broker wakes every group's held
-pull for a queue when a message arrives there. The cost is that the two share the machine, which at
-a light rate is a small load (their CPU per message is printed). Each round uses a new topic and two
-new groups and starts both processes afresh (the order alternating between rounds): a new group on
-a topic whose first messages are still in memory would start from offset 0, and a fresh JVM each
-round keeps the rounds independent. A round:
+Two modes. ``--mode alternate`` (the default, as the other side-by-side benchmarks): each round
+runs the Java consumer and ours one after the other, the order alternating between rounds, each
+alone on a topic of its own; each meets only the sender, the brokers and its own costs.
+``--mode together``: both consume the same messages at the same time (two groups on one topic), so
+they see exactly the same sends through the same broker hiccups (GC, flush, page cache); the cost
+is that each one's CPU delays the other, which on two shared cores reaches the tail (a
+single-threaded process waits for a core behind a JVM's threads). Every run uses a new topic and
+new groups and starts the processes afresh: a new group on a topic whose first messages are still
+in memory would start from offset 0, and a fresh JVM each time keeps the runs independent. A run:
 
-1. both consumers start; wait until each owns every queue of the topic (``owned`` lines);
+1. the consumer(s) start; wait until each owns every queue of the topic (``owned`` lines);
 2. ``--warmup`` seconds of messages that are consumed but not counted (JIT, connections, the first
    pulls), then ``--seconds`` seconds of counted messages, all at ``--rate``;
-3. wait until both consumed every counted message; their latencies are read from their files.
+3. wait until each consumed every counted message; the latencies are read from their files.
 
 CPU per message: CPU seconds (user + system, all threads, ``/proc/<pid>/stat``) of each consumer
 process between its "window start" line (first counted message consumed) and its "window end"
@@ -40,6 +40,7 @@ The end prints the medians over the rounds of each client's p50 / p99 / p99.9 / 
 message, and the difference ours - Java (goal: p99 within 1 ms of Java's).
 
     python benchmarks/latency.py [--rate 500] [--seconds 30] [--rounds 3] [--warmup 5] [--queues 8]
+                                 [--mode alternate|together]
 
 A local one-broker cluster is started unless ROCKETMQ_NAMESRV names one; everything on 127.0.0.1.
 """
@@ -323,14 +324,21 @@ def start_consumer(
 
 
 def one_round(
-    cluster: Cluster, args: argparse.Namespace, r: int, run_id: str, java_cp: str, work: Path
+    cluster: Cluster,
+    args: argparse.Namespace,
+    r: int,
+    run_id: str,
+    java_cp: str,
+    work: Path,
+    order: list[str],
 ) -> tuple[dict[str, Figures], SendFigures]:
-    topic = f"bench-lat-{run_id}-{r}"
+    """The consumers of ``order`` (started in that order) on one new topic, at the same time."""
+    label = f"{r}-{'-'.join(order)}"
+    topic = f"bench-lat-{run_id}-{label}"
     cluster.create_topic(topic, args.queues)
     warm = round(args.warmup * args.rate)
     total = warm + round(args.seconds * args.rate)
-    order = ["java", "ours"] if r % 2 == 0 else ["ours", "java"]
-    round_dir = work / f"round-{r}"
+    round_dir = work / f"round-{label}"
     round_dir.mkdir()
     consumers: list[Consumer] = []
     try:
@@ -345,10 +353,12 @@ def one_round(
     finally:
         for c in consumers:
             c.watched.stop()
-    print(f"round {r + 1}: topic {topic}, {queues} queues, {order[0]} started first")
+    alone = "" if len(order) > 1 else f", {order[0]} alone"
+    print(f"round {r + 1}: topic {topic}, {queues} queues, {order[0]} started first{alone}")
     print(HEADER)
     for side in ("java", "ours"):
-        print(row(side, figures[side]))
+        if side in figures:
+            print(row(side, figures[side]))
     print(
         f"    sender: {sent.sent:,} sent ({warm:,} warm-up), start behind schedule p50 {sent.late_p50_ms:.2f}"
         f" / p99 {sent.late_p99_ms:.2f} / max {sent.late_max_ms:.2f} ms, send RTT p50 {sent.rtt_p50_ms:.2f}"
@@ -363,15 +373,19 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
     java_cp = compile_java(JAVA_SOURCE, resolve_bench(cluster.version))
     print(
         f"cluster {cluster.namesrv_addr} (RocketMQ {cluster.version}, {len(cluster.brokers)} broker(s));"
-        f" {args.rate:g} msg/s, {args.warmup:g} s warm-up + {args.seconds:g} s counted, {args.rounds} rounds;"
+        f" {args.rate:g} msg/s, {args.warmup:g} s warm-up + {args.seconds:g} s counted, {args.rounds} rounds,"
+        f" consumers {'at the same time' if args.mode == 'together' else 'one at a time, alternating'};"
         f" Java: rocketmq-client {resolve_bench(cluster.version).version}, {' '.join(JAVA_OPTS)}\n"
     )
     results: dict[str, list[Figures]] = {"java": [], "ours": []}
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
         for r in range(args.rounds):
-            figures, _ = one_round(cluster, args, r, run_id, java_cp, Path(tmp))
-            for side, f in figures.items():
-                results[side].append(f)
+            order = ["java", "ours"] if r % 2 == 0 else ["ours", "java"]
+            groups = [order] if args.mode == "together" else [[side] for side in order]
+            for sides in groups:
+                figures, _ = one_round(cluster, args, r, run_id, java_cp, Path(tmp), sides)
+                for side, f in figures.items():
+                    results[side].append(f)
     print(f"\nmedians over {args.rounds} rounds:")
     print(HEADER)
     meds: dict[str, Figures] = {}
@@ -408,6 +422,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=float, default=5.0, help="uncounted seconds before each round")
     parser.add_argument("--queues", type=int, default=8, help="queues per broker of each round's topic")
+    parser.add_argument(
+        "--mode",
+        choices=["alternate", "together"],
+        default="alternate",
+        help="each consumer alone, Java and ours in turn (default), or both on the same messages",
+    )
     args = parser.parse_args()
     if os.environ.get("ROCKETMQ_NAMESRV"):
         run(start_cluster(), args)

@@ -122,6 +122,9 @@ class OrderlyService:
     def __init__(self, consumer: PushConsumer) -> None:
         self._consumer = consumer
         self._slots = trio.Semaphore(max(1, consumer.consume_concurrency))
+        # Lock and unlock requests go one at a time: a renewal sent before a handoff's unlock
+        # could otherwise reach the broker after it and lock a released queue again.
+        self._broker_locks = trio.Lock()
 
     @property
     def _locking(self) -> bool:
@@ -143,6 +146,10 @@ class OrderlyService:
 
     async def lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
         """LOCK_BATCH_MQ ``queues``; the owned ones granted are stamped locked now."""
+        async with self._broker_locks:
+            return await self._lock(queues)
+
+    async def _lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
         consumer = self._consumer
         instance = consumer.instance
         locked = await lock_queues(instance.api, instance.routes, consumer.group, consumer.client_id, queues)
@@ -159,17 +166,20 @@ class OrderlyService:
         consumer = self._consumer
         if self._locking and queues:
             instance = consumer.instance
-            await unlock_queues(instance.api, instance.routes, consumer.group, consumer.client_id, queues)
+            async with self._broker_locks:
+                await unlock_queues(instance.api, instance.routes, consumer.group, consumer.client_id, queues)
 
     async def _lock_loop(self) -> None:
         consumer = self._consumer
         while True:
             await trio.sleep(REBALANCE_LOCK_INTERVAL_MS / 1000)
-            # Revoked queues still held for a running listener call keep their lock too.
-            owned = [state for state in consumer._queues.values() if not state.pq.dropped]
-            if not owned:
-                continue
-            locked = await self.lock(state.mq for state in owned)
+            async with self._broker_locks:
+                # Revoked queues still held for a running listener call keep their lock too; a
+                # released one is dropped before its unlock is sent, so it is never renewed.
+                owned = [state for state in consumer._queues.values() if not state.pq.dropped]
+                if not owned:
+                    continue
+                locked = await self._lock([state.mq for state in owned])
             for state in owned:
                 if state.mq not in locked and state.pq.locked:
                     log.warning("%s: the broker did not renew the lock of %s", consumer.group, state.mq)

@@ -17,6 +17,7 @@ from rocketmq_py.protocol import (
     LockBatchRequestBody,
     MessageExt,
     MessageQueue,
+    RemotingCommand,
     RequestCode,
     UnlockBatchRequestBody,
     decode_body,
@@ -335,6 +336,56 @@ async def test_a_revoked_queue_stays_locked_while_its_listener_runs_past_the_han
         # The running call finished, so its message counts: the commit says 2, then the unlock.
         assert cluster.b.consumer_offsets[(cluster.group, cluster.topic, 0)] == 2
         assert offsets_of(cluster, recorder, b0) == [0, 1]
+
+
+async def test_a_lock_renewal_in_flight_never_relocks_a_queue_released_meanwhile(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A renewal sent before a handoff's unlock must not land after it and lock the queue again.
+
+    (Seen once in CI: the periodic LOCK_BATCH_MQ carrying a revoked queue raced its UNLOCK_BATCH_MQ;
+    the broker kept the queue locked to us for 60 s after we had let it go.)  Here broker-b holds
+    the renewal until the unlock arrives, or 2 s pass (within the 3-s lock timeout): renewals
+    and unlocks must be ordered.
+    """
+    _, _, b0, _ = cluster.queues()
+    release = trio.Event()
+    started = trio.Event()
+    renewal_waiting = trio.Event()
+    original = cluster.b._store.lock_batch_mq
+
+    def b0_unlocked() -> bool:
+        return b0 in unlocked_queues(cluster)
+
+    async def lock_after_the_unlock(request: RemotingCommand) -> RemotingCommand | None:
+        if release.is_set() and b0 in decode_body(LockBatchRequestBody, request.body).mq_set:
+            renewal_waiting.set()
+            with trio.move_on_after(2):
+                await cluster.wait_until(b0_unlocked)
+        return await original(request)
+
+    async def stuck_on_b0(msgs: list[MessageExt]) -> None:
+        if msgs[0].store_host == cluster.b.address and msgs[0].queue_offset == 1:
+            started.set()
+            await renewal_waiting.wait()
+
+    recorder.hook = stuck_on_b0
+    cluster.b.on(RequestCode.LOCK_BATCH_MQ, lock_after_the_unlock)
+    cluster.answer_consumer_ids(ME)
+    async with make_consumer(orderly=True, handoff_timeout=2) as consumer:
+        cluster.put(b0, 3)
+        await started.wait()
+        cluster.answer_consumer_ids(ME, OTHER)
+        await cluster.notify_ids_changed(cluster.a)
+        release.set()  # the next renewal is held; the listener returns once it is
+        await cluster.wait_until(lambda: b0 not in consumer.owned_queues())
+        await cluster.wait_until(b0_unlocked)
+        await trio.sleep(10)  # past the held renewal, whichever came first
+        assert b0 not in holders(cluster)
+        assert cluster.b.consumer_offsets[(cluster.group, cluster.topic, 0)] == 2
 
 
 async def test_a_lock_lost_while_waiting_for_a_consume_slot_stops_that_queue(

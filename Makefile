@@ -23,12 +23,12 @@ INTEGRATION_ENV = RMQ_REQUIRE_BROKER=1 PYSPARK_PYTHON=$(abspath $(BIN)/python)
 # `build-image`, since no image registry answers; elsewhere the backend pulls apache/rocketmq).
 DOCKER_TESTS ?= integration/test_cluster_smoke.py integration/test_producer.py integration/test_push_consumer.py
 
-.PHONY: demo test install jars jars-versions lint unit integration versions docker docker-image docker-tests bench down clean
+.PHONY: demo test install jars jars-versions lint unit integration versions docker docker-image docker-tests bench down clean wheel-check docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev,spark,connect]"
+	$(BIN)/python -m pip install -q -e ".[dev,spark,connect,docs]"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -92,5 +92,18 @@ integration: jars
 down: install
 	$(BIN)/python -m rocketmq_py.testing down
 
+# The package as users get it: build the sdist and the wheel, check the wheel's contents, install it with
+# its spark extra into a fresh virtualenv, and from outside the source tree run the quickstart and a
+# Spark read (format "rocketmq" found by pyspark's discovery) against a cluster the installed package
+# starts and stops (scripts/wheel_check.sh). Not part of `make test`.
+wheel-check: jars
+	PYTHON=$(PYTHON) BUILD_PYTHON=$(abspath $(BIN)/python) bash scripts/wheel_check.sh
+
+# The documentation site (mkdocs.yml, docs/) into site/: strict, so a broken link or anchor, a page
+# missing from the nav, a stale CLI or Spark options table, or a docstring naming a parameter that
+# does not exist fails it. `$(BIN)/mkdocs serve` previews it.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

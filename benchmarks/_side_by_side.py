@@ -135,10 +135,32 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
-def ratio_line(name: str, ours: Sequence[float], java: Sequence[float]) -> str:
-    """``name: median ours / median java = r (per round: ...)`` for rounds paired in order."""
+def ratio_line(name: str, ours: Sequence[float], java: Sequence[float], label: str = "ours/Java") -> str:
+    """``name: median ratio ours/Java r (per round ...)`` for rounds paired in order."""
     per_round = ", ".join(f"{o / j:.2f}" for o, j in zip(ours, java, strict=True) if j)
     return (
-        f"{name}: median ratio ours/Java {median([o / j for o, j in zip(ours, java, strict=True) if j]):.2f}"
+        f"{name}: median ratio {label} {median([o / j for o, j in zip(ours, java, strict=True) if j]):.2f}"
         f" (per round {per_round})"
     )
+
+
+#: The column names of the benchmarks' sides in result files (``ours`` is the trio API).
+RESULT_SIDES = {"java": "java", "ours": "trio", "aio": "asyncio"}
+
+
+def write_results(path: str | None, benchmark: str, rows: list[dict[str, object]]) -> None:
+    """Write ``rows`` (``case``, ``side``, ``round``, ``rate`` msg/s, ``cpu_us``) as JSON for ``plot.py``.
+
+    Each row gets ``benchmark``; sides are renamed by :data:`RESULT_SIDES`. Nothing when ``path``
+    is ``None``.
+    """
+    if path is None:
+        return
+    import json
+
+    out = [
+        {"benchmark": benchmark, **row, "side": RESULT_SIDES.get(str(row["side"]), str(row["side"]))}
+        for row in rows
+    ]
+    Path(path).write_text(json.dumps(out, indent=1) + "\n")
+    print(f"results written to {path}")

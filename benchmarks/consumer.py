@@ -4,7 +4,8 @@ A backlog of ``--backlog`` messages (128 B) is stored first in one topic (8 queu
 by the Java benchmark ``Producer`` (``--fill java``, the default) or our batch sends (``--fill
 python``, much faster for big backlogs). Then, in each of ``--rounds`` rounds (the order alternating), two new groups drain
 it from the first offset, one after the other, with each client's defaults (20 consume threads / tasks, one message a listener
-call): the Java ``benchmark.Consumer`` and our ``PushConsumer`` (in a child process of its own).
+call): the Java ``benchmark.Consumer`` and our ``PushConsumer`` (in a child process of its own), and
+as a third column ``aio`` our :mod:`rocketmq_py.aio` ``PushConsumer`` with an asyncio listener.
 Before that, ``--warmup`` messages are stored and drained on another topic, so that neither client
 meets a broker whose pull path is not JIT-compiled yet. A drain is timed from "consumer started"
 to the last message consumed:
@@ -34,6 +35,7 @@ A local two-broker cluster is started unless ROCKETMQ_NAMESRV names one.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import itertools
 import json
 import os
@@ -48,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from _side_by_side import Line, Watched, median, peak_rss_mib, ratio_line
+from _side_by_side import Line, Watched, median, peak_rss_mib, ratio_line, write_results
 
 from rocketmq_py import Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.testing import Cluster, resolve_bench, run_java_bench, start_cluster
@@ -139,8 +141,46 @@ async def drain(namesrv: str, topic: str, group: str, count: int) -> dict[str, A
     }
 
 
-def run_ours(namesrv: str, topic: str, group: str, count: int) -> dict[str, Any]:
-    child = Watched([sys.executable, __file__, "drain-child", namesrv, topic, group, str(count)])
+async def aio_drain(namesrv: str, topic: str, group: str, count: int) -> dict[str, Any]:
+    """The same drain on asyncio: :mod:`rocketmq_py.aio` with an asyncio listener (the asyncio column)."""
+    from rocketmq_py import aio
+
+    consumed = 0
+    first = last = 0.0
+    done = asyncio.Event()
+
+    async def listener(msgs: list[MessageExt]) -> None:
+        nonlocal consumed, first, last
+        if not consumed:
+            first = time.perf_counter()
+        consumed += len(msgs)
+        if consumed >= count and not done.is_set():
+            last = time.perf_counter()
+            done.set()
+
+    consumer = aio.PushConsumer(
+        group, namesrv=namesrv, listener=listener, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
+    )
+    consumer.subscribe(topic)
+    rss_idle = vm_rss_kib()
+    print("start", flush=True)
+    started = time.perf_counter()
+    async with consumer:
+        rss_started = vm_rss_kib()
+        await done.wait()
+        print("done", flush=True)
+    return {
+        "consumed": consumed,
+        "seconds": last - started,
+        "to_first": first - started,
+        "rss_idle_kib": rss_idle,
+        "rss_started_kib": rss_started,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
+
+
+def run_ours(namesrv: str, topic: str, group: str, count: int, api: str = "trio") -> dict[str, Any]:
+    child = Watched([sys.executable, __file__, "drain-child", namesrv, topic, group, str(count), api])
     try:
         start = child.wait_for(r"^start", 60)
         done = child.wait_for(r"^done", count / 1000 + 120)
@@ -280,11 +320,13 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
     print(f"backlog: {args.backlog:,} x {args.size} B stored by the {args.fill} filler in {took:.1f} s\n")
 
     header = f"    {'client':<6} {'msgs/s':>10} {'drain s':>8} {'to first s':>11} {'CPU µs/m':>9} {'broker µs':>10} {'peak RSS':>9}"
-    rows: dict[str, list[tuple[float, float, float, float, float, float]]] = {"java": [], "ours": []}
+    sides = args.sides.split(",")
+    rows: dict[str, list[tuple[float, float, float, float, float, float]]] = {side: [] for side in sides}
+    results: list[dict[str, object]] = []
     for r in range(args.rounds):
         print(f"round {r + 1} (fresh groups, the whole backlog from its first offset):")
         print(header)
-        for side in ["java", "ours"] if r % 2 == 0 else ["ours", "java"]:
+        for side in sides if r % 2 == 0 else sides[::-1]:
             group = f"bench-{side}-{run_id}-{r}"
             if side == "java":
                 j = run_java(cluster, topic, group, args.backlog)
@@ -297,7 +339,9 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                     j.peak_rss_kib / 1024,
                 )
             else:
-                o = run_ours(cluster.namesrv_addr, topic, group, args.backlog)
+                o = run_ours(
+                    cluster.namesrv_addr, topic, group, args.backlog, "asyncio" if side == "aio" else "trio"
+                )
                 row = (
                     args.backlog / o["seconds"],
                     o["seconds"],
@@ -311,13 +355,20 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                         f"    (ours consumed {o['consumed']:,}: {o['consumed'] - args.backlog:,} redeliveries)"
                     )
             rows[side].append(row)
+            results.append({"case": "drain", "side": side, "round": r + 1, "rate": row[0], "cpu_us": row[3]})
             print(_row(side, row), flush=True)
+    write_results(args.json, "consumer", results)
     print("\nmedians:")
     print(header)
     for side, figures in rows.items():
         print(_row(side, tuple(median([f[i] for f in figures]) for i in range(6))))
-    print("  " + ratio_line("drain rate", [f[0] for f in rows["ours"]], [f[0] for f in rows["java"]]))
-    print("  " + ratio_line("CPU per message", [f[3] for f in rows["ours"]], [f[3] for f in rows["java"]]))
+    java, ours, aio = rows.get("java"), rows.get("ours"), rows.get("aio")
+    if java and ours:
+        print("  " + ratio_line("drain rate", [f[0] for f in ours], [f[0] for f in java]))
+        print("  " + ratio_line("CPU per message", [f[3] for f in ours], [f[3] for f in java]))
+    if aio and ours:
+        print("  " + ratio_line("drain rate", [f[0] for f in aio], [f[0] for f in ours], "asyncio/trio"))
+        print("  " + ratio_line("CPU per message", [f[3] for f in aio], [f[3] for f in ours], "asyncio/trio"))
 
     if args.rss_backlog:
         rss_topic = f"bench-rss-{run_id}"
@@ -334,8 +385,11 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
 
 def main() -> int:
     if sys.argv[1:2] == ["drain-child"]:
-        namesrv, topic, group, count = sys.argv[2:6]
-        print(json.dumps(trio.run(drain, namesrv, topic, group, int(count))))
+        namesrv, topic, group, count, api = sys.argv[2:7]
+        if api == "asyncio":
+            print(json.dumps(asyncio.run(aio_drain(namesrv, topic, group, int(count)))))
+        else:
+            print(json.dumps(trio.run(drain, namesrv, topic, group, int(count))))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backlog", type=int, default=200_000)
@@ -346,6 +400,12 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=100_000, help="messages through the brokers first")
     parser.add_argument("--fill", choices=["java", "python"], default="java")
+    parser.add_argument("--json", help="also write every round's figures here (for benchmarks/plot.py)")
+    parser.add_argument(
+        "--sides",
+        default="java,ours,aio",
+        help="comma-separated, in round order: java, ours (the trio API), aio (rocketmq_py.aio on asyncio)",
+    )
     args = parser.parse_args()
     if os.environ.get("ROCKETMQ_NAMESRV"):
         run(start_cluster(), args)

@@ -2,7 +2,8 @@
 
 Both sides send 128-byte messages to the same topic with 64 sends in flight: the Java
 ``benchmark.Producer`` with 64 threads (``-w 64``), ours with 64 trio tasks sharing one ``Producer``
-in a child process. Then batches: Java ``BatchProducer`` (64 threads, 16 messages a batch) against
+in a child process (and, as a third column ``aio``, the same loop on asyncio with
+:mod:`rocketmq_py.aio`). Then batches: Java ``BatchProducer`` (64 threads, 16 messages a batch) against
 our ``send_batch`` (64 tasks, 16 a batch). Each round runs Java and ours one after the other, the
 order alternating between rounds, and prints both; the end prints the medians and the median of the
 per-round ratios ours/Java.
@@ -28,6 +29,7 @@ A local two-broker cluster is started unless ROCKETMQ_NAMESRV names one.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import re
@@ -38,7 +40,7 @@ import uuid
 from dataclasses import dataclass
 
 import trio
-from _side_by_side import Line, Watched, median, ratio_line
+from _side_by_side import Line, Watched, median, ratio_line, write_results
 
 from rocketmq_py import Message, Producer
 from rocketmq_py.testing import Cluster, resolve_bench, start_cluster
@@ -117,6 +119,61 @@ async def send_loop(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
+async def aio_send_loop(args: argparse.Namespace) -> dict[str, float]:
+    """The same loop on asyncio: :mod:`rocketmq_py.aio` with asyncio tasks (the asyncio column)."""
+    from rocketmq_py import aio
+
+    latencies: list[float] = []
+    sent = 0
+    failed = 0
+    counting = False
+    body = b"x" * args.size
+    topic = args.topic
+    loop = asyncio.get_running_loop()
+    async with aio.Producer("bench-py-producer", namesrv=args.namesrv) as producer:
+        await producer.send(Message(topic, body))  # route and connections
+        window_start = loop.time() + args.warmup
+        deadline = window_start + args.seconds
+
+        async def worker() -> None:
+            nonlocal sent, failed
+            while (now := loop.time()) < deadline:
+                started = time.perf_counter()
+                try:
+                    if args.batch > 1:
+                        await producer.send_batch([Message(topic, body) for _ in range(args.batch)])
+                    else:
+                        await producer.send(Message(topic, body))
+                except Exception:
+                    failed += 1
+                    continue
+                if counting and now >= window_start:
+                    latencies.append((time.perf_counter() - started) * 1000)
+                    sent += args.batch
+
+        async def window() -> None:
+            nonlocal counting
+            await asyncio.sleep(window_start - loop.time())
+            counting = True
+            print("window start", flush=True)
+            started = time.perf_counter()
+            await asyncio.sleep(deadline - loop.time())
+            counting = False
+            print("window end", flush=True)
+            elapsed.append(time.perf_counter() - started)
+
+        elapsed: list[float] = []
+        await asyncio.gather(window(), *(worker() for _ in range(args.in_flight)))
+    latencies.sort()
+    return {
+        "sent": sent,
+        "seconds": elapsed[0],
+        "mean_ms": statistics.fmean(latencies) if latencies else 0.0,
+        "p99_ms": latencies[int(len(latencies) * 0.99)] if latencies else 0.0,
+        "failed": failed,
+    }
+
+
 def child_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     for name in ("namesrv", "topic"):
@@ -125,12 +182,16 @@ def child_main(argv: list[str]) -> int:
         parser.add_argument(f"--{name}", type=float, required=True)
     for name in ("in-flight", "size", "batch"):
         parser.add_argument(f"--{name}", type=int, required=True)
+    parser.add_argument("--api", choices=["trio", "asyncio"], default="trio")
     args = parser.parse_args(argv)
-    print("result " + json.dumps(trio.run(send_loop, args)), flush=True)
+    result = asyncio.run(aio_send_loop(args)) if args.api == "asyncio" else trio.run(send_loop, args)
+    print("result " + json.dumps(result), flush=True)
     return 0
 
 
-def run_ours(cluster: Cluster, topic: str, args: argparse.Namespace, batch: int) -> Figures:
+def run_ours(
+    cluster: Cluster, topic: str, args: argparse.Namespace, batch: int, api: str = "trio"
+) -> Figures:
     argv = [
         sys.executable,
         __file__,
@@ -138,6 +199,7 @@ def run_ours(cluster: Cluster, topic: str, args: argparse.Namespace, batch: int)
         *("--namesrv", cluster.namesrv_addr, "--topic", topic),
         *("--seconds", str(args.seconds), "--warmup", str(args.warmup)),
         *("--in-flight", str(args.in_flight), "--size", str(args.size), "--batch", str(batch)),
+        *("--api", api),
     ]
     child = Watched(argv)
     try:
@@ -233,24 +295,37 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
     modes = {"single": 1, "batch": args.batch}
     if args.only:
         modes = {args.only: modes[args.only]}
-    results: dict[str, dict[str, list[Figures]]] = {m: {"java": [], "ours": []} for m in modes}
+    sides = args.sides.split(",")
+    results: dict[str, dict[str, list[Figures]]] = {m: {side: [] for side in sides} for m in modes}
+    rows: list[dict[str, object]] = []
     header = f"    {'client':<6} {'msgs/s':>10} {'CPU µs/m':>9} {'broker µs':>10} {'mean ms':>8} {'p99 ms':>8} {'failed':>6}"
     for r in range(args.rounds):
         for mode, batch in modes.items():
-            order = ["java", "ours"] if r % 2 == 0 else ["ours", "java"]
+            order = sides if r % 2 == 0 else sides[::-1]
             print(f"round {r + 1}, {'single sends' if batch == 1 else f'batches of {batch}'}:")
             print(header)
             for side in order:
-                runner = run_java if side == "java" else run_ours
-                figures = runner(cluster, topic, args, batch)
+                if side == "java":
+                    figures = run_java(cluster, topic, args, batch)
+                else:
+                    figures = run_ours(cluster, topic, args, batch, "asyncio" if side == "aio" else "trio")
                 results[mode][side].append(figures)
+                rows.append(
+                    {
+                        "case": "single sends" if batch == 1 else f"batches of {batch}",
+                        "side": side,
+                        "round": r + 1,
+                        "rate": figures.tps,
+                        "cpu_us": figures.cpu_us,
+                    }
+                )
                 print(row(side, figures), flush=True)
+    write_results(args.json, "producer", rows)
     print("\nmedians:")
-    for mode, sides in results.items():
-        java, ours = sides["java"], sides["ours"]
+    for mode, by_side in results.items():
         print(f"  {mode}:")
         print(header)
-        for side, figs in (("java", java), ("ours", ours)):
+        for side, figs in by_side.items():
             p99s = [f.p99_ms for f in figs if f.p99_ms is not None]
             print(
                 row(
@@ -265,8 +340,20 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                     ),
                 )
             )
-        print("  " + ratio_line("throughput", [f.tps for f in ours], [f.tps for f in java]))
-        print("  " + ratio_line("CPU per message", [f.cpu_us for f in ours], [f.cpu_us for f in java]))
+        java, ours, aio = by_side.get("java"), by_side.get("ours"), by_side.get("aio")
+        if java and ours:
+            print("  " + ratio_line("throughput", [f.tps for f in ours], [f.tps for f in java]))
+            print("  " + ratio_line("CPU per message", [f.cpu_us for f in ours], [f.cpu_us for f in java]))
+        if aio and ours:
+            print(
+                "  " + ratio_line("throughput", [f.tps for f in aio], [f.tps for f in ours], "asyncio/trio")
+            )
+            print(
+                "  "
+                + ratio_line(
+                    "CPU per message", [f.cpu_us for f in aio], [f.cpu_us for f in ours], "asyncio/trio"
+                )
+            )
 
 
 def main() -> int:
@@ -280,6 +367,12 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=128)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--only", choices=["single", "batch"])
+    parser.add_argument("--json", help="also write every round's figures here (for benchmarks/plot.py)")
+    parser.add_argument(
+        "--sides",
+        default="java,ours,aio",
+        help="comma-separated, in round order: java, ours (the trio API), aio (rocketmq_py.aio on asyncio)",
+    )
     args = parser.parse_args()
     if os.environ.get("ROCKETMQ_NAMESRV"):
         run(start_cluster(), args)

@@ -2,6 +2,7 @@
 
 When ``CI`` is set or ``RMQ_REQUIRE_BROKER=1``, a cluster that cannot start fails the run; elsewhere
 those tests are skipped with the reason. ``ROCKETMQ_NAMESRV=host:port`` uses an external cluster.
+The Spark tests are likewise skipped without the ``spark`` extra, and fail in CI (../conftest.py).
 """
 
 from __future__ import annotations
@@ -89,10 +90,11 @@ def create_topic(cluster: Cluster) -> Callable[..., str]:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[SparkSession]:
+def spark(spark_extra: None) -> Iterator[SparkSession]:
     """The run's one SparkSession: local[2], no UI, few shuffle partitions, the venv's Python on workers.
 
-    Built on first use (about 10 s or more on two cores) and stopped at the end of the run.
+    Built on first use (about 10 s or more on two cores) and stopped at the end of the run. Without
+    the spark extra, a test using it is skipped, or fails in CI (``spark_extra``, ../conftest.py).
     """
     os.environ["PYSPARK_PYTHON"] = sys.executable  # workers must import pyarrow and our packages
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable

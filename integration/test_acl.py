@@ -15,12 +15,11 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 import trio
-from pyspark.sql import SparkSession
 
-import spark_connector
 from integration._shapes import (
     FAST_DELAY_LEVELS,
     new_topic,
@@ -44,6 +43,9 @@ from rocketmq_py import (
 )
 from rocketmq_py.errors import AuthenticationFailed
 from rocketmq_py.testing import LocalCluster
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 ACL_VERSIONS = list(dict.fromkeys([version_under_test(), "4.9.7"]))
 
@@ -251,6 +253,8 @@ async def test_mqadmin_consumer_status_sees_our_consumer(
 
 
 def test_spark_writes_and_reads_with_credentials(acl_cluster: LocalCluster, spark: SparkSession) -> None:
+    import spark_connector  # the spark extra: imported here so that the other tests run without it
+
     cluster = acl_cluster
     spark_connector.register(spark)
     topic = new_topic(cluster, 2, prefix="acl-spark")

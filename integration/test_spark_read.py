@@ -222,6 +222,52 @@ def test_filters_narrow_the_read(spark: SparkSession, fmt: str, cluster: Cluster
     assert not re.search(r"queue_offset#\d+L? >= 3|broker_name#\d+ = broker-b|queue_id#\d+ IN", spark_filter)
 
 
+@pytest.mark.parametrize(
+    "source",
+    [spark_connector.RocketMQDataSource, spark_connector.RocketMQPushdownDataSource],
+    ids=["RocketMQDataSource", "RocketMQPushdownDataSource"],
+)
+def test_a_plain_registration_reads_the_same_with_pushdown_on_or_off(
+    spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled, source: type[Any]
+) -> None:
+    """``spark.dataSource.register(source)`` alone: the session's pushdown setting decides, never the class.
+
+    With ``spark.sql.python.filterPushdown.enabled`` off (pyspark's default) the read pulls whole
+    ranges and Spark filters the rows; with it on the source takes the queue and offset predicates.
+    The rows are the same.
+    """
+    boundary = F.lit(filled.boundary_ms / 1000).cast("timestamp")
+    expected = {
+        s.msg_id
+        for s in filled.sent
+        if s.broker == "broker-b" and s.queue_id in (1, 2) and s.queue_offset >= 3 and s.phase == 1
+    }
+    rows: dict[bool, list[Any]] = {}
+    try:
+        spark.dataSource.register(source)  # the plain PySpark way: no spark_connector.register
+        for pushdown in (False, True):
+            spark.conf.set(spark_connector.PUSHDOWN_CONF, str(pushdown).lower())
+            picked = (
+                read(spark, fmt, cluster, filled.topic)
+                .where(
+                    (F.col("broker_name") == "broker-b")
+                    & (F.col("queue_id").isin(1, 2))
+                    & (F.col("queue_offset") >= 3)
+                )
+                .where(F.col("store_timestamp") >= boundary)
+            )
+            rows[pushdown] = sorted(picked.collect(), key=lambda r: (r["queue_id"], r["queue_offset"]))
+            spark_filter = picked._jdf.queryExecution().executedPlan().toString().split("BatchScan")[0]
+            queue_predicates = re.findall(
+                r"queue_offset#\d+L? >= 3|broker_name#\d+ = broker-b|queue_id#\d+ IN", spark_filter
+            )
+            assert len(queue_predicates) == (0 if pushdown else 3), spark_filter
+    finally:
+        spark_connector.register(spark)  # as the module's other tests expect it
+    assert {r["msg_id"] for r in rows[False]} == expected
+    assert rows[True] == rows[False]
+
+
 def test_sub_expression(spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled) -> None:
     rows = read(spark, fmt, cluster, filled.topic, subExpression="T0 || T2").collect()
     assert ids(rows) == Counter(s.msg_id for s in filled.sent if s.tag in ("T0", "T2"))

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from rocketmq_py.producer._types import LocalTransactionState, SendResult, SendStatus
     from rocketmq_py.protocol import ConsumeFromWhere, Message, MessageExt, MessageModel, MessageQueue
 
+#: The package version (as in pyproject.toml).
 __version__ = "0.1.0.dev0"
 
 _LAZY = {

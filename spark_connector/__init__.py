@@ -51,16 +51,18 @@ __all__ = [
 def register(spark: Any, *, filter_pushdown: bool = True) -> None:
     """Register format ``rocketmq`` with ``spark`` (a SparkSession); calling it again is harmless.
 
+    Registering is optional where rocketmq-py is installed (pyspark discovers the source), and a
+    plain ``spark.dataSource.register(RocketMQDataSource)`` does the same but for the setting below.
+
     Args:
         spark: the session.
         filter_pushdown: also turn on the session's Python filter pushdown
-            (``spark.sql.python.filterPushdown.enabled``, off by default in pyspark 4.x) and register
-            the reader that narrows offset ranges by ``broker_name`` / ``queue_id`` /
-            ``queue_offset`` / ``store_timestamp`` predicates. With ``False`` the session is left
-            alone and the source reads whole ranges (Spark filters the rows).
+            (``spark.sql.python.filterPushdown.enabled``, off by default in pyspark 4.x), so that
+            batch reads narrow their offset ranges by ``broker_name`` / ``queue_id`` /
+            ``queue_offset`` / ``store_timestamp`` predicates. With ``False`` the session's setting
+            is left as it is; where it is off, reads pull whole ranges and Spark filters the rows
+            (the same results).
     """
     if filter_pushdown:
         spark.conf.set(PUSHDOWN_CONF, "true")
-        spark.dataSource.register(RocketMQPushdownDataSource)
-    else:
-        spark.dataSource.register(RocketMQDataSource)
+    spark.dataSource.register(RocketMQDataSource)

@@ -166,11 +166,20 @@ def last_queue_offset(chunk: ReplyChunk) -> int | None:
     return int(offset)
 
 
-def chunks_to_messages(chunks: Sequence[ReplyChunk], accept: MessageFilter) -> list[Any]:
-    """The kept messages of ``chunks`` as MessageExt objects (the general path; tests and tools)."""
+def chunks_to_messages(
+    chunks: Sequence[ReplyChunk], accept: MessageFilter, *, broker_name: str = ""
+) -> list[Any]:
+    """The kept messages of ``chunks`` as MessageExt objects (the general path; tests and tools).
+
+    ``broker_name``, the broker the replies came from, is set on every message (``""``: unknown).
+    """
     kept: list[Any] = []
     for chunk in chunks:
-        msgs = [m for m in decode_messages(chunk.data) if chunk.lo <= m.queue_offset < chunk.hi]
+        msgs = [
+            m
+            for m in decode_messages(chunk.data, broker_name=broker_name)
+            if chunk.lo <= m.queue_offset < chunk.hi
+        ]
         kept.extend(msgs if accept.accepts_all else accept.filter_messages(msgs))
     return kept
 
@@ -195,7 +204,7 @@ def chunks_to_batch(
     """
     batch = _columnar(broker_name, chunks, accept, projection)
     if batch is None:
-        batch = messages_to_batch(broker_name, chunks_to_messages(chunks, accept))
+        batch = messages_to_batch(broker_name, chunks_to_messages(chunks, accept, broker_name=broker_name))
         if not batch.schema.equals(projection.arrow_schema):
             columns = [batch.column(name) for name in projection.columns]
             batch = pa.RecordBatch.from_arrays(columns, schema=projection.arrow_schema)

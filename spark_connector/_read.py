@@ -107,7 +107,7 @@ async def pull_range(
     accept = MessageFilter(build_subscription_data(r.topic, options.sub_expression, sub_version=0))
 
     async def emit(replies: list[ReplyChunk]) -> None:
-        chunks.append(chunks_to_messages(replies, accept))
+        chunks.append(chunks_to_messages(replies, accept, broker_name=r.broker_name))
 
     await _pull_pipelined(api, r, options, r.address, emit, batch_rows)
     return chunks

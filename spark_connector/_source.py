@@ -1,9 +1,17 @@
 """The data source: format ``rocketmq`` for ``spark.read``, ``spark.readStream`` and the writers.
 
-:class:`RocketMQDataSource` is what :func:`spark_connector.register` registers. Its factories
-parse the options (a bad one fails the query at once, naming the option) and return the batch
-reader here, the stream reader (:mod:`spark_connector._stream`) or the writers
-(:mod:`spark_connector._sink`, imported only when a write asks for them).
+:class:`RocketMQDataSource` is the one source class: :func:`spark_connector.register` registers
+it, pyspark's discovery finds it (``pyspark_rocketmq``) and a plain
+``spark.dataSource.register(RocketMQDataSource)`` works too. Its factories parse the options (a bad
+one fails the query at once, naming the option) and return the batch reader here, the stream reader
+(:mod:`spark_connector._stream`) or the writers (:mod:`spark_connector._sink`, imported only when a
+write asks for them).
+
+Batch reads push filters down when the session allows it (``spark.sql.python.filterPushdown.enabled``,
+off by default): pyspark refuses a reader that implements ``pushFilters`` while that setting is off
+(``DATA_SOURCE_PUSHDOWN_DISABLED``), so :meth:`RocketMQDataSource.reader` then returns the reader
+without it, which reads the whole ranges (Spark filters the rows, the results are the same), and
+logs how to turn pushdown on (:func:`_planned_without_pushdown` tells the two cases apart).
 
 The readers' factories also get the schema to return: the source's own (:meth:`schema`, all
 sixteen columns) or the one the user gave with ``.schema(...)``. Spark has no other way to say
@@ -15,6 +23,8 @@ return fails the query at once with :class:`~spark_connector.SparkSchemaError`).
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +48,8 @@ from spark_connector._schema import ALL_COLUMNS, SPARK_SCHEMA, Projection, parse
 from spark_connector._stream import RocketMQStreamReader
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter
 
 __all__ = [
@@ -54,12 +66,17 @@ FORMAT = "rocketmq"
 #: The session setting without which Spark refuses readers that implement ``pushFilters``.
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
+log = logging.getLogger("spark_connector")
+
 
 class RocketMQDataSource(DataSource):
     """Apache RocketMQ topics as a Spark table (batch and streaming; read and write).
 
-    This class works with a plain ``spark.dataSource.register(RocketMQDataSource)`` in any
-    session; it pushes no filters down (see :class:`RocketMQPushdownDataSource`).
+    Works however it is registered (:func:`spark_connector.register`, pyspark's discovery of the
+    installed package, or ``spark.dataSource.register(RocketMQDataSource)``). Batch reads push
+    predicates on ``broker_name``, ``queue_id``, ``queue_offset`` and ``store_timestamp`` down when
+    the session has ``spark.sql.python.filterPushdown.enabled=true``, and read whole ranges (Spark
+    filters the rows) when it does not.
     """
 
     @classmethod
@@ -70,9 +87,16 @@ class RocketMQDataSource(DataSource):
         return SPARK_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return RocketMQBatchReader(
-            parse_read_options(self.options, streaming=False), parse_read_schema(schema)
-        )
+        options, projection = parse_read_options(self.options, streaming=False), parse_read_schema(schema)
+        if _planned_without_pushdown():
+            log.warning(
+                "rocketmq: filter pushdown is off, so this read pulls whole offset ranges and Spark "
+                "filters the rows; to push predicates on broker_name, queue_id, queue_offset and "
+                "store_timestamp down, set %s=true (or call spark_connector.register(spark))",
+                PUSHDOWN_CONF,
+            )
+            return RocketMQBatchReader(options, projection)
+        return RocketMQPushdownReader(options, projection)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return RocketMQStreamReader(
@@ -163,7 +187,8 @@ class RocketMQPushdownReader(RocketMQBatchReader):
     """:class:`RocketMQBatchReader` with filter pushdown (needs ``spark.sql.python.filterPushdown.enabled``).
 
     Spark refuses a reader that implements ``pushFilters`` while that setting is off, so pushdown
-    lives in this subclass, served by :class:`RocketMQPushdownDataSource`.
+    lives in this subclass, which :meth:`RocketMQDataSource.reader` returns unless pyspark plans
+    the read with pushdown off.
     """
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
@@ -171,13 +196,33 @@ class RocketMQPushdownReader(RocketMQBatchReader):
         return remaining
 
 
-class RocketMQPushdownDataSource(RocketMQDataSource):
-    """Format ``rocketmq`` with filter pushdown; :func:`spark_connector.register` registers it."""
+#: The same class under its former name (it used to be the only one that pushed filters down).
+RocketMQPushdownDataSource = RocketMQDataSource
 
-    def reader(self, schema: StructType) -> DataSourceReader:
-        return RocketMQPushdownReader(
-            parse_read_options(self.options, streaming=False), parse_read_schema(schema)
-        )
+#: The package of pyspark's planning workers (``plan_data_source_read``, ``data_source_pushdown_filters``).
+_PYSPARK_WORKERS = "pyspark.sql.worker"
+
+
+def _planned_without_pushdown() -> bool:
+    """Whether pyspark is planning this batch read with filter pushdown off.
+
+    pyspark tells a data source nothing of ``spark.sql.python.filterPushdown.enabled``: its planning
+    worker (``pyspark.sql.worker.plan_data_source_read``) reads the setting into a local,
+    ``enable_pushdown``, calls :meth:`RocketMQDataSource.reader`, and refuses the reader if that
+    local is false and the reader implements ``pushFilters`` (``DATA_SOURCE_PUSHDOWN_DISABLED``).
+    So this reads that local in the nearest calling frame of pyspark's worker package. Filters are
+    pushed in another worker (``data_source_pushdown_filters``, started only with the setting on),
+    which has no such local; nor does a caller outside pyspark (tests, benchmarks). Both get the
+    pushdown reader, whose filters stay unconstrained until Spark pushes some. Should a pyspark
+    release rename the local, reads with the setting off fail as before this check (loudly, never
+    with other rows), and ``tests/spark/test_spark_pushdown_conf.py`` says what changed.
+    """
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__package__") == _PYSPARK_WORKERS:
+            return frame.f_locals.get("enable_pushdown") is False
+        frame = frame.f_back
+    return False
 
 
 def _latest(a: int | None, b: int | None) -> int | None:

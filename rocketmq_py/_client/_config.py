@@ -90,7 +90,9 @@ class ClientConfig:
         poll_namesrv_interval: seconds between route refreshes of topics in use.
         heartbeat_interval: seconds between heartbeats to every broker.
         serialize_type: header encoding of our requests (JSON, like Java's default).
-        access_key, secret_key, security_token: ACL credentials (requests are signed when set).
+        access_key: ACL access key (requests are signed when it and ``secret_key`` are set).
+        secret_key: ACL secret key (kept out of reprs, logs and errors).
+        security_token: an ACL STS token, sent as ``SecurityToken`` with each signed request.
         ssl_context: TLS for every connection.
         close_connection_on_timeout: a call that times out while nothing at all arrives on its
             connection closes that connection (its other calls fail with ConnectionFailed, the
@@ -113,6 +115,11 @@ class ClientConfig:
     close_connection_on_timeout: bool = DEFAULT_CLOSE_ON_TIMEOUT
 
     def namesrv_addrs(self) -> list[str]:
+        """The NameServer addresses: ``namesrv``, else ``$ROCKETMQ_NAMESRV``, split on ``;``.
+
+        Raises:
+            ClientError: none given, or an entry is not ``host:port``.
+        """
         return parse_namesrv_addrs(self.namesrv or os.environ.get("ROCKETMQ_NAMESRV", ""))
 
     def resolve_client_id(self) -> str:

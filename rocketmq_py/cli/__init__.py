@@ -30,9 +30,13 @@ from rocketmq_py.errors import RocketMQError, leaf_exceptions
 
 __all__ = ["EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "main"]
 
+#: Exit code: the command succeeded.
 EXIT_OK = 0
+#: Exit code: a RocketMQ error (one line on stderr, no traceback).
 EXIT_ERROR = 1
+#: Exit code: a wrong command line (argparse's code).
 EXIT_USAGE = 2
+#: Exit code: interrupted (Ctrl-C), as shells report SIGINT.
 EXIT_INTERRUPTED = 130
 
 

@@ -155,7 +155,8 @@ def command_handlers(target: CommandTarget, *, consume_directly: bool = True) ->
         if not consume_directly:
             return _error(request, f"consuming directly is disabled in this consumer of {target.group}")
         try:
-            messages = decode_messages(request.body)
+            # The broker names itself in the header; Java's consumeMessageDirectly sets it on the message.
+            messages = decode_messages(request.body, broker_name=header.broker_name or "")
         except RocketMQError as exc:
             return _error(request, f"cannot decode the message: {exc}")
         if len(messages) != 1:

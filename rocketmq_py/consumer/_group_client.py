@@ -193,9 +193,12 @@ _PULL_REPLY_KEYS: Final = ("nextBeginOffset", "minOffset", "maxOffset", "suggest
 
 
 def read_pull_reply(
-    reply: RemotingCommand, *, msg_filter: MessageFilter | None, queue_id: int
+    reply: RemotingCommand, *, msg_filter: MessageFilter | None, broker_name: str, queue_id: int
 ) -> tuple[PullResult, list[MessageExt]]:
     """A PULL_MESSAGE answer: its status and offsets, and (FOUND) the messages that pass the filter.
+
+    The messages get the queue pulled: ``broker_name`` (given to the decoder, as Java's
+    ``processPullResult`` sets ``brokerName``) and ``queue_id``.
 
     Raises:
         RocketMQError: the answer is an error, or its body does not decode.
@@ -228,7 +231,10 @@ def read_pull_reply(
     msgs: list[MessageExt] = []
     if result.status is PullStatus.FOUND:
         msgs = process_found_messages(
-            decode_messages(reply.body), result, msg_filter=msg_filter, queue_id=queue_id
+            decode_messages(reply.body, broker_name=broker_name),
+            result,
+            msg_filter=msg_filter,
+            queue_id=queue_id,
         )
     return result, msgs
 

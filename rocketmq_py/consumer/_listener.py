@@ -92,9 +92,13 @@ class RebalanceListener(Protocol):
     new queues were allocated, before their first pull.
     """
 
-    def on_revoked(self, queues: list[MessageQueue]) -> Awaitable[None] | None: ...
+    def on_revoked(self, queues: list[MessageQueue]) -> Awaitable[None] | None:
+        """``queues`` are leaving this member: their pulls stopped and their listener calls ended."""
+        ...
 
-    def on_assigned(self, queues: list[MessageQueue]) -> Awaitable[None] | None: ...
+    def on_assigned(self, queues: list[MessageQueue]) -> Awaitable[None] | None:
+        """``queues`` were allocated to this member; called before their first pull."""
+        ...
 
 
 #: Whether each listener seen is async, so that it is inspected once rather than per message.

@@ -91,7 +91,10 @@ async def _pull_loop(consumer: LitePullConsumer, state: LiteQueue) -> None:
                 found.address, header, timeout=LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS / 1000
             )
             result, msgs = read_pull_reply(
-                reply, msg_filter=consumer._filters.get(mq.topic), queue_id=mq.queue_id
+                reply,
+                msg_filter=consumer._filters.get(mq.topic),
+                broker_name=mq.broker_name,
+                queue_id=mq.queue_id,
             )
         except RocketMQError as exc:
             log.info("pull of %s from %s failed: %s", mq, found.address, exc)

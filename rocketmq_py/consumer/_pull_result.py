@@ -25,7 +25,9 @@ Mirrors three pieces of the Java client (protocol.md §3.3, §3.4, §8.2, §8.4)
 and the per-message steps of ``PullAPIWrapper.processPullResult`` and of the consume services:
 after decoding, FOUND messages are re-checked against the tags, then get properties MIN_OFFSET /
 MAX_OFFSET from the header, the requested queue id, and ``offsetDelta`` added to their offset
-(static topics) (:func:`process_found_messages`). Java also copies UNIQ_KEY to ``transactionId``
+(static topics) (:func:`process_found_messages`). Java sets ``brokerName`` to the pulled queue's
+broker there too; here the decoder does it (``decode_messages(..., broker_name=...)``, one slot
+per message rather than a second pass). Java also copies UNIQ_KEY to ``transactionId``
 when TRAN_MSG is true; :attr:`MessageExt.transaction_id` already derives exactly that. Before a
 listener sees them, messages of ``%RETRY%<group>`` get their original topic back from the
 RETRY_TOPIC property (:func:`restore_retry_topic`) and a CONSUME_START_TIME

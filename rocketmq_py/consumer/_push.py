@@ -138,8 +138,10 @@ class PushConsumer(GroupMember):
             or not, and so does waiting for busy listeners to take the pulled messages.
         offsets_dir: (broadcasting) directory of the local offset files (default
             ``ROCKETMQ_PY_OFFSETS_DIR`` or ``~/.rocketmq_offsets``).
-        instance_name, client_ip, ...: :class:`ClientConfig` options. A broadcasting consumer
-            finds its offset file by client id: give it a stable ``instance_name``.
+        config: client settings (timeouts, ACL, TLS, instance name, ...).
+        **client_options: :class:`ClientConfig` options (``instance_name``, ``client_ip``, ...),
+            when ``config`` is not given. A broadcasting consumer finds its offset file by client
+            id: give it a stable ``instance_name``.
     """
 
     _consume_type: ClassVar[ConsumeType] = ConsumeType.CONSUME_PASSIVELY

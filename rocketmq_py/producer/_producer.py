@@ -83,7 +83,8 @@ class Producer(SendPath):
             the message but answered a flush/slave warning instead of SEND_OK.
         max_message_size: largest body accepted (4 MiB, as Java).
         compress_over: bodies of at least this many bytes are compressed (not in batches).
-        compress_type, compress_level: how (zlib level 5, as Java).
+        compress_type: how (zlib, as Java).
+        compress_level: the compression level (5, as Java).
         fault: latency fault tolerance settings; on by default (Java ships it off).
         auto_create_topic: send to unknown topics through the ``TBW102`` route (the broker creates them).
         config: client settings (timeouts, ACL, TLS, instance name, ...); keyword arguments not
@@ -144,10 +145,16 @@ class Producer(SendPath):
 
     @property
     def client_id(self) -> str:
+        """``ip@instance``, as brokers see this client (raises StateError before it is started)."""
         return self.instance.client_id
 
     @property
     def instance(self) -> ClientInstance:
+        """The client instance this producer runs on (connections, routes, heartbeats).
+
+        Raises:
+            StateError: the producer is not started.
+        """
         if self._instance is None:
             raise StateError("the producer is not started: use `async with Producer(...) as producer`")
         return self._instance

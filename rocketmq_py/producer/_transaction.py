@@ -61,10 +61,12 @@ class TransactionSendResult:
 
     @property
     def msg_id(self) -> str:
+        """The half message's id (its ``UNIQ_KEY``), as in :attr:`SendResult.msg_id`."""
         return self.send_result.msg_id
 
     @property
     def transaction_id(self) -> str | None:
+        """The transaction id the broker checks back with, as in :attr:`SendResult.transaction_id`."""
         return self.send_result.transaction_id
 
 

@@ -185,7 +185,10 @@ class RemotingCommand:
             ext_fields: the custom header (copied).
             body: the payload.
             oneway: set the ONEWAY flag: the server will not answer.
-            remark, language, version, serialize_type: as the attributes.
+            remark: as the attribute.
+            language: as the attribute.
+            version: as the attribute.
+            serialize_type: as the attribute.
         """
         return cls(
             code,
@@ -214,7 +217,10 @@ class RemotingCommand:
         Args:
             to: the request being answered.
             code: the response code.
-            remark, ext_fields, body, serialize_type: as the attributes.
+            remark: as the attribute.
+            ext_fields: as the attribute.
+            body: as the attribute.
+            serialize_type: as the attribute.
 
         Raises:
             LocalProtocolError: ``to`` is a response, or a oneway request (which must not be

@@ -77,7 +77,9 @@ class CustomHeader(Protocol):
     REQUEST_CODE: ClassVar[int | None]
 
     @property
-    def extra(self) -> Mapping[str, str]: ...
+    def extra(self) -> Mapping[str, str]:
+        """The wire keys the header class does not define, kept as received."""
+        ...
 
 
 H = TypeVar("H", bound=CustomHeader)

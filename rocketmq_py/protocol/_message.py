@@ -204,12 +204,13 @@ def _short(body: bytes) -> str:
     return repr(body) if len(body) <= 32 else f"<{len(body)} bytes>"
 
 
-# Slots of MessageExt that describe the stored message (everything but caches).
+# Slots of MessageExt that describe the stored message and where it was read (everything but caches).
 _EXT_FIELDS: Final = (
     "topic",
     "body",
     "flag",
     "properties",
+    "broker_name",
     "queue_id",
     "queue_offset",
     "commit_log_offset",
@@ -232,6 +233,12 @@ class MessageExt(Message):
     match them. The decoder bypasses ``__init__`` and fills the slots directly.
 
     Attributes:
+        broker_name: the broker the message was read from, set when it came from a known queue
+            (push and lite pull consumers, CONSUME_MESSAGE_DIRECTLY, the Spark reader's
+            messages), as Java's client sets ``brokerName``; ``""`` otherwise (e.g.
+            :func:`~rocketmq_py.protocol.decode_messages` of raw bytes). Together with
+            ``queue_id`` it names the queue (broker-a's queue 0 is not broker-b's). Not part of
+            the stored record nor a property: it is never sent.
         queue_id, queue_offset: the queue and the message's position in it.
         commit_log_offset: physical offset in the broker's commit log.
         sys_flag: :class:`SysFlag` bits (COMPRESSED is cleared once the body is decompressed).
@@ -247,6 +254,7 @@ class MessageExt(Message):
         "body_crc",
         "born_address",
         "born_timestamp",
+        "broker_name",
         "commit_log_offset",
         "prepared_transaction_offset",
         "queue_id",
@@ -257,6 +265,7 @@ class MessageExt(Message):
         "sys_flag",
     )
 
+    broker_name: str
     queue_id: int
     queue_offset: int
     commit_log_offset: int
@@ -279,6 +288,7 @@ class MessageExt(Message):
         keys: str | Iterable[str] = (),
         flag: int = 0,
         properties: Mapping[str, str] | None = None,
+        broker_name: str = "",
         queue_id: int = 0,
         queue_offset: int = 0,
         commit_log_offset: int = 0,
@@ -292,6 +302,7 @@ class MessageExt(Message):
         body_crc: int = 0,
     ) -> None:
         super().__init__(topic, body, tags=tags, keys=keys, flag=flag, properties=properties)
+        self.broker_name = broker_name
         self.queue_id = queue_id
         self.queue_offset = queue_offset
         self.commit_log_offset = commit_log_offset
@@ -352,6 +363,7 @@ class MessageExt(Message):
 
     def __repr__(self) -> str:
         return (
-            f"MessageExt(topic={self.topic!r}, queue_id={self.queue_id}, queue_offset={self.queue_offset}, "
+            f"MessageExt(topic={self.topic!r}, broker_name={self.broker_name!r}, queue_id={self.queue_id}, "
+            f"queue_offset={self.queue_offset}, "
             f"msg_id={self.msg_id!r}, body={_short(self.body)}, properties={self.properties!r})"
         )

@@ -151,6 +151,7 @@ class ProcessQueueInfo(JsonBody):
     last_consume_timestamp: int = 0
 
     def to_json(self) -> dict[str, Any]:
+        """The Java field names; ``dropped`` as Java spells it (``droped``)."""
         return {
             "cachedMsgCount": self.cached_msg_count,
             "cachedMsgMaxOffset": self.cached_msg_max_offset,
@@ -170,6 +171,11 @@ class ProcessQueueInfo(JsonBody):
 
     @classmethod
     def from_json(cls, value: Any) -> Self:
+        """Read Java's field names; ``dropped`` from ``droped`` (Java's spelling) or ``dropped``.
+
+        Raises:
+            MalformedBody: not an object, or a field of the wrong type.
+        """
         where = cls.__name__
         obj = _object(value, where)
         dropped_key = "droped" if obj.get("droped") is not None else "dropped"
@@ -206,6 +212,7 @@ class ConsumeRateStatus(JsonBody):
     consume_failed_msgs: int = 0
 
     def to_json(self) -> dict[str, Any]:
+        """The Java field names (``pullRT``, ``consumeOKTPS``, ...), rates as floats."""
         return {
             "consumeFailedMsgs": self.consume_failed_msgs,
             "consumeFailedTPS": float(self.consume_failed_tps),
@@ -217,6 +224,11 @@ class ConsumeRateStatus(JsonBody):
 
     @classmethod
     def from_json(cls, value: Any) -> Self:
+        """Read Java's field names; a missing field is 0.
+
+        Raises:
+            MalformedBody: not an object, or a field of the wrong type.
+        """
         where = cls.__name__
         obj = _object(value, where)
         return cls(
@@ -265,6 +277,7 @@ class ConsumerRunningInfo(JsonBody):
         return decode_body(cls, body)
 
     def to_json(self) -> dict[str, Any]:
+        """Java's layout: queues as object keys, subscriptions sorted, an empty ``mqPopTable``."""
         out: dict[str, Any] = {
             "mqPopTable": {},
             "mqTable": {FrozenObject(mq.to_json()): pq.to_json() for mq, pq in self.mq_table.items()},
@@ -281,6 +294,11 @@ class ConsumerRunningInfo(JsonBody):
 
     @classmethod
     def from_json(cls, value: Any) -> Self:
+        """Read Java's layout (queues as object keys); missing tables are empty.
+
+        Raises:
+            MalformedBody: not the expected shape.
+        """
         where = cls.__name__
         obj = _object(value, where)
         subs = obj.get("subscriptionSet")
@@ -352,6 +370,7 @@ class ConsumeMessageDirectlyResult(JsonBody):
         return decode_body(cls, body)
 
     def to_json(self) -> dict[str, Any]:
+        """Java's field names; ``remark`` only when there is one."""
         out: dict[str, Any] = {
             "autoCommit": self.auto_commit,
             "consumeResult": self.consume_result.value,
@@ -364,6 +383,12 @@ class ConsumeMessageDirectlyResult(JsonBody):
 
     @classmethod
     def from_json(cls, value: Any) -> Self:
+        """Read Java's field names; ``consumeResult`` is required.
+
+        Raises:
+            MalformedBody: ``consumeResult`` missing or not a ``CMResult`` name, or a field of
+                the wrong type.
+        """
         where = cls.__name__
         obj = _object(value, where)
         name = obj.get("consumeResult")

@@ -32,7 +32,9 @@ After the split (as Java's client does): a COMPRESSED body is inflated by its co
 cleared (codec bits stay); a record with both INNER_BATCH and NEED_UNWRAP has a batch body
 (see ``_batch``) that becomes one :class:`MessageExt` per entry, with queue offset = outer offset
 + index and the hosts, timestamps, sys_flag and commit-log offset of the outer record. Text
-(topic, properties) is decoded as UTF-8 with U+FFFD for bad bytes, like Java's ``new String``.
+(topic, properties) is decoded as UTF-8 with U+FFFD for bad bytes, like Java's ``new String``. A
+record does not name its broker: a caller that knows which broker answered passes
+``broker_name``, which every decoded message gets (``""`` by default).
 
 Two decoders implement this: :data:`STORED_MESSAGE`, a compiled ``construct`` declaration that is
 the readable spec and the test oracle, and :func:`decode_messages_fast`, precompiled ``struct``
@@ -150,6 +152,7 @@ def _make(
     body: bytes,
     flag: int,
     properties: dict[str, str],
+    broker_name: str,
     queue_id: int,
     queue_offset: int,
     commit_log_offset: int,
@@ -167,6 +170,7 @@ def _make(
     m.body = body
     m.flag = flag
     m.properties = properties
+    m.broker_name = broker_name
     m.queue_id = queue_id
     m.queue_offset = queue_offset
     m.commit_log_offset = commit_log_offset
@@ -196,6 +200,7 @@ def _emit(
     raw: _Raw,
     pos: int,
     out: list[MessageExt],
+    broker_name: str,
     decompress: bool,
     unwrap_inner_batch: bool,
     check_crc: bool,
@@ -214,13 +219,13 @@ def _emit(
     if unwrap_inner_batch and sys_flag & _UNWRAP_BITS == _UNWRAP_BITS and not sys_flag & SysFlag.COMPRESSED:
         for index, (inner_flag, inner_body, inner_props) in enumerate(iter_batch(body)):
             out.append(
-                _make(topic, inner_body, inner_flag, inner_props, queue_id, queue_offset + index, phys,
-                      sys_flag, born_ts, born, store_ts, store, 0, 0, 0)
+                _make(topic, inner_body, inner_flag, inner_props, broker_name, queue_id, queue_offset + index,
+                      phys, sys_flag, born_ts, born, store_ts, store, 0, 0, 0)
             )  # fmt: skip
         return
     out.append(
-        _make(topic, body, flag, _split_properties(props_raw), queue_id, queue_offset, phys, sys_flag,
-              born_ts, born, store_ts, store, reconsume, prepared, crc)
+        _make(topic, body, flag, _split_properties(props_raw), broker_name, queue_id, queue_offset, phys,
+              sys_flag, born_ts, born, store_ts, store, reconsume, prepared, crc)
     )  # fmt: skip
 
 
@@ -279,6 +284,7 @@ def _read_record(data: bytes, pos: int) -> tuple[_Raw, int]:
 def decode_messages_fast(
     body: bytes | bytearray | memoryview,
     *,
+    broker_name: str = "",
     decompress: bool = True,
     unwrap_inner_batch: bool = True,
     check_crc: bool = False,
@@ -334,6 +340,7 @@ def decode_messages_fast(
                             m.body = payload
                             m.flag = flag
                             m.properties = props
+                            m.broker_name = broker_name
                             m.queue_id = queue_id
                             m.queue_offset = queue_offset
                             m.commit_log_offset = phys
@@ -349,7 +356,7 @@ def decode_messages_fast(
                             pos = end
                             continue
         raw, end = _read_record(data, pos)
-        _emit(raw, pos, out, decompress, unwrap_inner_batch, check_crc, max_decompressed_size)
+        _emit(raw, pos, out, broker_name, decompress, unwrap_inner_batch, check_crc, max_decompressed_size)
         pos = end
     return out
 
@@ -408,6 +415,7 @@ def _parse_construct(data: bytes, pos: int) -> tuple[_Raw, int]:
 def decode_messages_construct(
     body: bytes | bytearray | memoryview,
     *,
+    broker_name: str = "",
     decompress: bool = True,
     unwrap_inner_batch: bool = True,
     check_crc: bool = False,
@@ -419,7 +427,7 @@ def decode_messages_construct(
     pos = 0
     while pos < len(data):
         raw, end = _parse_construct(data, pos)
-        _emit(raw, pos, out, decompress, unwrap_inner_batch, check_crc, max_decompressed_size)
+        _emit(raw, pos, out, broker_name, decompress, unwrap_inner_batch, check_crc, max_decompressed_size)
         pos = end
     return out
 
@@ -427,6 +435,7 @@ def decode_messages_construct(
 def decode_messages(
     body: bytes | bytearray | memoryview,
     *,
+    broker_name: str = "",
     decompress: bool = True,
     unwrap_inner_batch: bool = True,
     check_crc: bool = False,
@@ -436,6 +445,9 @@ def decode_messages(
 
     Args:
         body: the concatenated records (the whole buffer is consumed).
+        broker_name: the broker the records were read from, stored in every message's
+            :attr:`~MessageExt.broker_name` (the record itself does not name it); ``""`` when
+            not known.
         decompress: inflate COMPRESSED bodies and clear the bit (Java's client always does).
         unwrap_inner_batch: expand INNER_BATCH + NEED_UNWRAP records into their entries (only
             when the body is not, or no longer, compressed).
@@ -453,6 +465,7 @@ def decode_messages(
     """
     return _decode(
         body,
+        broker_name=broker_name,
         decompress=decompress,
         unwrap_inner_batch=unwrap_inner_batch,
         check_crc=check_crc,

@@ -88,13 +88,24 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
     # --- configuration -----------------------------------------------------------------------
 
     def subscribe(self, topic: str, expression: str = "*", *, expression_type: str = "TAG") -> None:
+        """Consume ``topic`` with the group (rebalanced): ``"*"``, ``"TagA || TagB"`` or SQL92.
+
+        Raises:
+            StateError: :meth:`assign` was called (the two modes exclude each other).
+        """
         self._read(self._client.subscribe, topic, expression, expression_type=expression_type)
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
+        """Pull exactly ``queues`` (no rebalance); replaces the previous assignment.
+
+        Raises:
+            StateError: :meth:`subscribe` was called (the two modes exclude each other).
+        """
         self._read(self._client.assign, list(queues))
 
     @property
     def client_id(self) -> str:
+        """``ip@instance``: how the brokers know this member."""
         return self._read(lambda: self._client.client_id)
 
     @property
@@ -103,22 +114,30 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
         return self._client.broadcasting
 
     def assignment(self) -> frozenset[MessageQueue]:
+        """The queues this consumer pulls now (after the last rebalance, or as assigned)."""
         return self._read(self._client.assignment)
 
     def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        """The readable queues of ``topic`` from its route, sorted (for :meth:`assign`)."""
         return self._call(self._client.fetch_message_queues, topic)
 
     def rebalance(self) -> None:
+        """Rebalance every subscribed topic now (errors are logged; the next round retries)."""
         self._call(self._client.rebalance)
 
     # --- polling -----------------------------------------------------------------------------
 
     def poll(self, timeout: float = POLL_TIMEOUT_MS / 1000) -> list[MessageExt]:
+        """The next batch of one queue (at most ``pull_batch_size`` messages), in offset order.
+
+        Blocks up to ``timeout`` seconds for messages; returns ``[]`` when none came.
+        """
         return self._call(self._client.poll, timeout)
 
     def getmany(
         self, max_records: int | None = None, timeout: float = POLL_TIMEOUT_MS / 1000
     ) -> dict[MessageQueue, list[MessageExt]]:
+        """Everything buffered (at most ``max_records`` messages), by queue, as aiokafka's ``getmany``."""
         return self._call(self._client.getmany, max_records, timeout)
 
     def __iter__(self) -> Iterator[MessageExt]:
@@ -138,27 +157,38 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
     # --- pause, seek -------------------------------------------------------------------------
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop pulling ``queues`` and keep their buffered messages from poll until resumed."""
         self._call_sync(self._client.pause, list(queues))
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
+        """Undo :meth:`pause`."""
         self._call_sync(self._client.resume, list(queues))
 
     def paused(self) -> frozenset[MessageQueue]:
+        """The queues paused now."""
         return self._read(self._client.paused)
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
+        """Pull ``mq`` from ``offset`` next; its buffered messages are discarded."""
         self._call_sync(self._client.seek, mq, offset)
 
     def seek_to_begin(self, mq: MessageQueue) -> None:
+        """Seek to the queue's smallest offset (GET_MIN_OFFSET)."""
         self._call(self._client.seek_to_begin, mq)
 
     def seek_to_end(self, mq: MessageQueue) -> None:
+        """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""
         self._call(self._client.seek_to_end, mq)
 
     def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> None:
+        """Seek to the first message stored at or after ``timestamp_ms`` (SEARCH_OFFSET_BY_TIMESTAMP)."""
         self._call(self._client.seek_to_timestamp, mq, timestamp_ms)
 
     def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the first message of ``mq`` stored at or after ``timestamp_ms``; the max offset if none.
+
+        As :meth:`rocketmq_py.LitePullConsumer.offset_for_timestamp`.
+        """
         return self._call(self._client.offset_for_timestamp, mq, timestamp_ms)
 
     def running_info(self) -> ConsumerRunningInfo:
@@ -172,7 +202,12 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
     # --- offsets -----------------------------------------------------------------------------
 
     def committed(self, mq: MessageQueue) -> int:
+        """The group's committed offset of ``mq`` as stored (broker, or local file); -1 if none."""
         return self._call(self._client.committed, mq)
 
     def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
+        """Commit now, synchronously (default: every assigned queue's consumed offset).
+
+        As :meth:`rocketmq_py.LitePullConsumer.commit`.
+        """
         self._call(self._client.commit, offsets)

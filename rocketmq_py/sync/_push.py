@@ -109,16 +109,20 @@ class PushConsumer(SyncClient[AsyncPushConsumer]):
         self._read(self._client.subscribe, topic, expression, expression_type=expression_type)
 
     def register_listener(self, listener: Listener) -> None:
+        """Set the listener (before ``start()``)."""
         self._read(self._client.register_listener, listener)
 
     @property
     def client_id(self) -> str:
+        """``ip@instance``: how the brokers know this member."""
         return self._read(lambda: self._client.client_id)
 
     def owned_queues(self) -> list[MessageQueue]:
+        """The queues this member currently pulls, sorted."""
         return self._read(self._client.owned_queues)
 
     def statistics(self) -> list[QueueStatistics]:
+        """Per owned queue: cache, flow control, lock, pull/consume times and the committed offset."""
         return self._call_sync(self._client.statistics)
 
     def rebalance(self) -> None:
@@ -127,6 +131,7 @@ class PushConsumer(SyncClient[AsyncPushConsumer]):
 
     @property
     def broadcasting(self) -> bool:
+        """Every member consumes every queue (BROADCASTING)."""
         return self._client.broadcasting
 
     @property

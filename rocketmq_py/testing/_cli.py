@@ -33,7 +33,7 @@ from rocketmq_py.testing._processes import Registry, cleanup_stale, pid_alive
 from rocketmq_py.testing._tls import TlsFiles
 from rocketmq_py.testing._tools import BENCH_MAIN_CLASSES, ToolResult, run_java_bench, run_mqadmin
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 
 def _running_detached() -> list[Registry]:
@@ -190,14 +190,19 @@ def _cmd_record_vectors(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m rocketmq_py.testing`` and its commands (each sets ``func``)."""
     parser = argparse.ArgumentParser(
         prog="python -m rocketmq_py.testing", description=__doc__.splitlines()[0]
     )
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="start a cluster in the background")
-    up.add_argument("--brokers", type=int, default=1)
-    up.add_argument("--version", default=os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION))
+    up.add_argument("--brokers", type=int, default=1, help="master brokers: broker-a, broker-b, ...")
+    up.add_argument(
+        "--version",
+        default=os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION),
+        help=f"RocketMQ release (default $ROCKETMQ_VERSION, else {DEFAULT_VERSION})",
+    )
     up.add_argument("--acl", action="store_true", help="ACL on, with a fresh admin account")
     up.add_argument("--tls", action="store_true", help="NameServer and brokers enforce TLS")
     up.add_argument("--slave", action="append", default=[], metavar="BROKER", help="give BROKER a slave")
@@ -205,17 +210,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("status", help="what runs").set_defaults(func=_cmd_status)
     sub.add_parser("down", help="stop what `up` started").set_defaults(func=_cmd_down)
     fetch = sub.add_parser("fetch", help="download the jars into the cache")
-    fetch.add_argument("--version", default=os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION))
+    fetch.add_argument(
+        "--version",
+        default=os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION),
+        help=f"RocketMQ release (default $ROCKETMQ_VERSION, else {DEFAULT_VERSION})",
+    )
     fetch.set_defaults(func=_cmd_fetch)
     image = sub.add_parser("build-image", help="build the docker backend's image without a registry")
     image.add_argument("--version", action="append", help="RocketMQ release (repeatable; default 5.3.3)")
     image.set_defaults(func=_cmd_build_image)
     admin = sub.add_parser("mqadmin", help="run mqadmin against the running cluster")
-    admin.add_argument("args", nargs=argparse.REMAINDER)
+    admin.add_argument("args", nargs=argparse.REMAINDER, help="mqadmin's command and options, e.g. topicList")
     admin.set_defaults(func=_cmd_mqadmin)
     bench = sub.add_parser("java-bench", help="run an official benchmark tool")
-    bench.add_argument("tool", choices=sorted(BENCH_MAIN_CLASSES))
-    bench.add_argument("args", nargs=argparse.REMAINDER)
+    bench.add_argument("tool", choices=sorted(BENCH_MAIN_CLASSES), help="the benchmark tool")
+    bench.add_argument("args", nargs=argparse.REMAINDER, help="the tool's own options, e.g. -t TOPIC -w 4")
     bench.set_defaults(func=_cmd_java_bench)
     record = sub.add_parser("record", help="a recording proxy: every frame both ways, with a manifest")
     record.add_argument("--listen", required=True, help="host:port to accept clients on")
@@ -225,14 +234,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     record.add_argument("--seconds", type=float, default=None, help="stop after N seconds (default: Ctrl-C)")
     record.set_defaults(func=_cmd_record)
     vectors = sub.add_parser("record-vectors", help="record the golden vectors (real cluster + Java client)")
-    vectors.add_argument("--out", default="protocol/vectors")
-    vectors.add_argument("--version", default=os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION))
+    vectors.add_argument("--out", default="protocol/vectors", help="directory of the vectors and manifest")
+    vectors.add_argument(
+        "--version",
+        default=os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION),
+        help=f"RocketMQ release of the cluster (default $ROCKETMQ_VERSION, else {DEFAULT_VERSION})",
+    )
     vectors.add_argument(
         "--client-version", default=None, help="rocketmq-client release (default: --version)"
     )
     vectors.add_argument("--keep-all", default=None, help="also write every recorded frame to this directory")
     vectors.set_defaults(func=_cmd_record_vectors)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command in ``argv`` (default ``sys.argv[1:]``); returns the exit code (1: ClusterError)."""
+    args = build_parser().parse_args(argv)
     try:
         code: int = args.func(args)
     except ClusterError as exc:

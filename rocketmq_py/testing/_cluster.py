@@ -97,6 +97,11 @@ class Cluster(abc.ABC):
         return options
 
     def broker_address(self, name: str) -> str:
+        """``host:port`` of the master broker ``name``.
+
+        Raises:
+            ClusterError: no broker of that name.
+        """
         for broker in self.brokers:
             if broker.name == name:
                 return broker.address

@@ -124,9 +124,11 @@ class Classpath:
 
     @property
     def classpath(self) -> str:
+        """The ``-cp`` value for the JVM: every jar in :attr:`lib`."""
         return str(self.lib / "*")
 
     def size_bytes(self) -> int:
+        """The jars' total size on disk."""
         return sum(p.stat().st_size for p in self.lib.glob("*.jar"))
 
 

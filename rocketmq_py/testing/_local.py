@@ -170,14 +170,17 @@ class LocalCluster(Cluster):
 
     @property
     def namesrv_addr(self) -> str:
+        """``127.0.0.1:port`` of the NameServer."""
         return f"127.0.0.1:{self._namesrv_port}"
 
     @property
     def brokers(self) -> list[BrokerInfo]:
+        """The master brokers, in name order (address as advertised: ``brokerIP1``, else 127.0.0.1)."""
         return [self._info(n) for n in self._names]
 
     @property
     def slaves(self) -> list[BrokerInfo]:
+        """The slaves (``broker_id`` 1), named after their masters, in the order ``slaves=`` gave them."""
         return [self._info(n) for n in self._slave_of]
 
     def _info(self, node: str) -> BrokerInfo:
@@ -366,24 +369,34 @@ class LocalCluster(Cluster):
             raise ClusterError(f"no broker named {name!r} (have {', '.join(self._brokers)})") from None
 
     def pause_broker(self, name: str) -> None:
+        """Freeze the node's JVM (SIGSTOP to its process group): connections stay open, nothing answers."""
         self._broker(name).signal_group(signal.SIGSTOP)
 
     def resume_broker(self, name: str) -> None:
+        """Undo :meth:`pause_broker` (SIGCONT)."""
         self._broker(name).signal_group(signal.SIGCONT)
 
     def block_broker(self, name: str) -> None:
+        """Black-hole the node's ``listenPort`` and VIP channel with iptables; it stays registered.
+
+        Raises:
+            ClusterError: no such node, or not root (or no ``iptables``).
+        """
         self._broker(name)  # known name
         port = self._broker_ports[name]
         block_ports([port - 2, port], f"{self.cluster_id}/{name}")  # VIP channel and listenPort
 
     def unblock_broker(self, name: str) -> None:
+        """Undo :meth:`block_broker` (removes exactly the rules it added)."""
         self._broker(name)
         unblock(f"{self.cluster_id}/{name}")
 
     def kill_broker(self, name: str) -> None:
+        """SIGKILL the node's JVM; its store is kept for :meth:`restart_broker`."""
         self._broker(name).kill()
 
     def restart_broker(self, name: str) -> None:
+        """Kill the node if it runs, start it on the same ports and store, wait until it is registered."""
         proc = self._broker(name)
         proc.kill()
         # The shutdown of a killed broker leaves its lock file; the store recovers on start.
@@ -391,6 +404,7 @@ class LocalCluster(Cluster):
         self.wait_until_registered()
 
     def stop_namesrv(self) -> None:
+        """Kill the NameServer (brokers keep running); :meth:`start_namesrv` brings it back."""
         if self._namesrv is not None:
             self._namesrv.kill()
 
@@ -449,11 +463,13 @@ class LocalCluster(Cluster):
                 call(broker.address, RequestCode.UPDATE_BROKER_CONFIG, body=update, timeout=10.0)
 
     def broker_running(self, name: str) -> bool:
+        """Whether the node's JVM is running (a paused one counts as running)."""
         return self._broker(name).running()
 
     # --- stop ------------------------------------------------------------------------------------
 
     def stop(self) -> None:
+        """Kill every JVM, delete the work directory and forget the cluster; idempotent."""
         if self._stopped:
             return
         self._stopped = True

@@ -50,6 +50,7 @@ class ToolResult:
 
     @property
     def ok(self) -> bool:
+        """Exited with 0 in time."""
         return self.returncode == 0 and not self.timed_out
 
     def check(self) -> ToolResult:

@@ -38,9 +38,6 @@ from rocketmq_py.protocol._versions import (
 )
 from rocketmq_py.testing._fake_broker import FakeBroker
 from rocketmq_py.testing._fake_store import nearest_by_time
-from spark_connector._metadata import search_offsets
-from spark_connector._planning import QueueState
-from spark_connector._read import READER_GROUP
 
 TOPIC = "TsTopic"
 MQ = MessageQueue(TOPIC, "broker-a", 0)
@@ -255,7 +252,14 @@ async def test_push_consume_from_timestamp_on_4x(
     assert [m.queue_offset for m in got] == [3, 4]
 
 
-async def test_spark_timestamp_offsets_on_4x(broker_4x: FakeBroker, api: RemotingApi) -> None:
+async def test_spark_timestamp_offsets_on_4x(
+    broker_4x: FakeBroker, api: RemotingApi, spark_extra: None
+) -> None:
+    # The spark extra (spark_connector imports pyspark): imported here so that the rest runs without it.
+    from spark_connector._metadata import search_offsets
+    from spark_connector._planning import QueueState
+    from spark_connector._read import READER_GROUP
+
     states = [QueueState(MQ, broker_4x.address, 0, len(BEFORE_AND_AFTER))]
     assert await search_offsets(api, states, SINCE, group=READER_GROUP) == {MQ: 3}
     assert await search_offsets(api, states, SINCE + 60_000, group=READER_GROUP) == {MQ: 5}

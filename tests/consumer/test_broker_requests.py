@@ -252,6 +252,7 @@ async def test_consume_directly_decodes_the_message_and_returns_the_result() -> 
     ((msg, broker),) = target.consumed
     assert (msg.topic, msg.body, msg.tags, msg.queue_id, msg.queue_offset) == ("T", b"hello", "TagA", 1, 5)
     assert broker == "broker-a"
+    assert msg.broker_name == "broker-a"  # from the header, as Java's consumeMessageDirectly sets it
 
 
 async def test_consume_directly_disabled() -> None:

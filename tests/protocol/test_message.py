@@ -109,6 +109,18 @@ def test_message_ext_equality() -> None:
         hash(a)
 
 
+def test_message_ext_broker_name_is_not_a_property() -> None:
+    # Where the message was read from, as Java's MessageExt.brokerName: part of the value, never
+    # of the properties (which is all that a re-send puts on the wire).
+    assert MessageExt("T").broker_name == ""
+    a = MessageExt("T", b"x", broker_name="broker-a", queue_id=0, queue_offset=1)
+    assert a.broker_name == "broker-a"
+    assert a.properties == {}
+    assert a != MessageExt("T", b"x", broker_name="broker-b", queue_id=0, queue_offset=1)
+    assert a == MessageExt("T", b"x", broker_name="broker-a", queue_id=0, queue_offset=1)
+    assert "broker_name='broker-a', queue_id=0, queue_offset=1" in repr(a)
+
+
 def test_message_ext_rejects_bad_hosts() -> None:
     with pytest.raises(LocalProtocolError):
         MessageExt("T", born_host="broker-a:10911")

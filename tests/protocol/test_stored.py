@@ -123,6 +123,33 @@ def test_magic_follows_topic_byte_length() -> None:
     assert encode_stored_message(MessageExt("é" * 64))[4:8] == bytes.fromhex("daa320ab")  # 128 bytes
 
 
+@DECODERS
+def test_broker_name_is_empty_when_decoded_without_a_queue(decode: Decoder) -> None:
+    # Raw bytes do not name their broker; the stored layout has no such field.
+    [msg] = decode(SAMPLE_BYTES)
+    assert msg.broker_name == ""
+    assert encode_stored_message(MessageExt("T", broker_name="broker-a")) == encode_stored_message(
+        MessageExt("T")
+    )
+
+
+@DECODERS
+def test_broker_name_is_given_to_every_message(decode: Decoder) -> None:
+    # The inlined common case, v2/IPv6 (the general path), a compressed body and an inner batch.
+    compressed = MessageExt("T", b"z" * 300, sys_flag=SysFlag.COMPRESSED)
+    entries = encode_batch([Message("T", b"e0"), Message("T", b"e1")])
+    batch = MessageExt("T", entries, sys_flag=SysFlag.INNER_BATCH | SysFlag.NEED_UNWRAP, queue_offset=5)
+    data = SAMPLE_BYTES + V2_V6_BYTES + encode_stored_message(compressed) + encode_stored_message(batch)
+    plain = decode(data)
+    named = decode(data, broker_name="broker-b")
+    assert [m.body[:2] for m in named] == [b"a", b"", b"zz", b"e0", b"e1"]
+    assert {m.broker_name for m in plain} == {""}
+    assert {m.broker_name for m in named} == {"broker-b"}
+    for m in plain:
+        m.broker_name = "broker-b"
+    assert named == plain  # nothing else differs
+
+
 def test_default_decoder_is_the_fast_path() -> None:
     assert _stored._decode is decode_messages_fast
     assert decode_messages(SAMPLE_BYTES * 2) == [SAMPLE, SAMPLE]
@@ -215,6 +242,11 @@ def test_round_trip_both_decoders(msgs: list[MessageExt], magic: int | None) -> 
     # check_crc passes on what the broker layout holds
     assert decode_messages_fast(data, check_crc=True) == expected
     assert decode_messages_construct(data, check_crc=True) == expected
+    # a known broker changes that one attribute only
+    for m in expected:
+        m.broker_name = "broker-a"
+    assert decode_messages_fast(data, broker_name="broker-a") == expected
+    assert decode_messages_construct(data, broker_name="broker-a") == expected
 
 
 @given(stored_messages(compressed=True))
@@ -544,7 +576,13 @@ def test_decoders_agree_on_anything(data: bytes) -> None:
     fast = _outcome(decode_messages_fast, data)
     slow = _outcome(decode_messages_construct, data)
     assert fast == slow
-    for options in ({"decompress": False}, {"unwrap_inner_batch": False}, {"check_crc": True}):
+    options: dict[str, object]
+    for options in (
+        {"decompress": False},
+        {"unwrap_inner_batch": False},
+        {"check_crc": True},
+        {"broker_name": "broker-b"},
+    ):
         assert _outcome(lambda d, o=options: decode_messages_fast(d, **o), data) == _outcome(
             lambda d, o=options: decode_messages_construct(d, **o), data
         )

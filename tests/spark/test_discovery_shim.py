@@ -30,7 +30,7 @@ print(json.dumps(found))
 """
 
 
-def test_pyspark_lookup_finds_rocketmq() -> None:
+def test_pyspark_lookup_finds_rocketmq(spark_extra: None) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(
         [sys.executable, "-c", LOOKUP], capture_output=True, text=True, env=env, check=True, cwd="/"
@@ -39,7 +39,7 @@ def test_pyspark_lookup_finds_rocketmq() -> None:
     assert found.get("rocketmq") == "spark_connector._source.RocketMQDataSource"
 
 
-def test_default_source_is_the_plain_reader() -> None:
+def test_default_source_is_the_plain_reader(spark_extra: None) -> None:
     import pyspark_rocketmq
     import spark_connector
 

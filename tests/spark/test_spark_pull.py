@@ -115,6 +115,7 @@ async def test_pull_stops_exactly_at_the_end(fakes: Fakes) -> None:
     chunks = await pull_range(fakes.api, r, fakes.options(pullBatchSize="4"), batch_rows=5)
     offsets = [m.queue_offset for chunk in chunks for m in chunk]
     assert offsets == list(range(3, 14))
+    assert {m.broker_name for chunk in chunks for m in chunk} == {"broker-a"}  # the range's broker
     assert all(len(c) >= 5 for c in chunks[:-1])
     pulls = [
         from_ext_fields(PullMessageRequestHeader, c.ext_fields)

@@ -1,0 +1,86 @@
+"""What tests/ and integration/ share: the tests that need the ``spark`` extra.
+
+Without the extra (pyspark, pyarrow, pandas and their numpy), a test module that imports it at its
+top, directly or through ``spark_connector`` / ``pyspark_rocketmq`` (which import pyspark), cannot
+even be imported. Such a module is not imported then: it is skipped with the reason, except in CI
+(``CI`` set, as ``.ci/run`` exports it), where it is a collection error. CI installs every extra,
+and a silent skip there would hide that the Spark tests never ran (integration/conftest.py treats
+a cluster that cannot start the same way). A test that needs Spark only at run time (a subprocess,
+an import inside the test, the ``spark`` session) asks for the :func:`spark_extra` fixture, which
+skips or fails the same way.
+
+Only the modules' own top-level ``import`` statements are read (with ``ast``, and only when the
+extra is missing); a module reaching pyspark through a helper module of the tests must import it
+lazily or use the fixture.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+#: What ``pip install -e '.[spark]'`` brings that test modules import (numpy comes with pyarrow).
+_SPARK_EXTRA: Final = ("pyspark", "pyarrow", "pandas", "numpy")
+#: Our packages that import the extra.
+_OURS_ON_SPARK: Final = frozenset({"spark_connector", "pyspark_rocketmq"})
+
+
+def _missing_spark_extra() -> list[str]:
+    return [name for name in _SPARK_EXTRA if importlib.util.find_spec(name) is None]
+
+
+_MISSING: Final = _missing_spark_extra()
+
+
+def require_spark_extra(who: str = "this test", *, module_level: bool = False) -> None:
+    """Skip ``who`` (in CI: fail it) when the ``spark`` extra is not installed; nothing when it is."""
+    if not _MISSING:
+        return
+    what = f"{who} needs the spark extra, which is not installed (no {', '.join(_MISSING)})"
+    if os.environ.get("CI"):
+        pytest.fail(
+            f"{what}, and CI is set: the Spark tests must run there, not be skipped. "
+            "Install it with `pip install -e '.[spark]'` (`make install` does).",
+            pytrace=False,
+        )
+    pytest.skip(f"{what}: `pip install -e '.[spark]'` to run it", allow_module_level=module_level)
+
+
+def _top_level_imports(path: Path) -> Iterable[str]:
+    for node in ast.parse(path.read_bytes(), str(path)).body:
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+
+
+def _imports_spark(path: Path) -> bool:
+    roots = {name.partition(".")[0] for name in _top_level_imports(path)}
+    return bool(roots & _OURS_ON_SPARK or roots.intersection(_MISSING))
+
+
+class _NeedsSparkModule(pytest.Module):
+    """A test module that imports the missing extra: skipped (failed in CI) instead of imported."""
+
+    def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
+        require_spark_extra(self.nodeid, module_level=True)
+        return super().collect()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    if _MISSING and _imports_spark(module_path):
+        return _NeedsSparkModule.from_parent(parent, path=module_path)
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark_extra() -> None:
+    """For a test that needs the ``spark`` extra at run time: skipped without it, failed in CI."""
+    require_spark_extra()

@@ -1,0 +1,39 @@
+"""asyncio clients: the classes of :mod:`rocketmq_py` with the same names and methods, for asyncio.
+
+The trio clients run on the asyncio loop itself (trio's guest mode): no thread per client, no
+hand-off between threads per call. ``async def`` listeners and callbacks are asyncio coroutines
+run on the same loop, so they may use asyncio libraries (asyncpg, aiohttp, ...)::
+
+    from rocketmq_py.aio import Message, Producer
+
+    async def main() -> None:
+        async with Producer("my-group", namesrv="127.0.0.1:9876") as producer:
+            await producer.send(Message("orders", b"hello", tags="new"))
+
+    asyncio.run(main())
+
+Cancelling an asyncio task cancels the call it awaits; errors are the trio clients', of the same
+types. When the last client of a loop is closed, the trio run on that loop ends too (no task,
+thread or socket is left behind). Use one loop per client: a client is opened and closed on the
+loop it runs on.
+"""
+
+from rocketmq_py.aio._lite_pull import LitePullConsumer
+from rocketmq_py.aio._producer import Producer
+from rocketmq_py.aio._push import PushConsumer
+from rocketmq_py.aio._transaction import TransactionProducer
+from rocketmq_py.producer._selectors import select_by_hash
+from rocketmq_py.producer._types import SendResult, SendStatus
+from rocketmq_py.protocol import Message, MessageQueue
+
+__all__ = [
+    "LitePullConsumer",
+    "Message",
+    "MessageQueue",
+    "Producer",
+    "PushConsumer",
+    "SendResult",
+    "SendStatus",
+    "TransactionProducer",
+    "select_by_hash",
+]

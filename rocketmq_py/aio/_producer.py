@@ -1,0 +1,120 @@
+"""The asyncio :class:`Producer`: :class:`rocketmq_py.Producer` hosted on the running asyncio loop."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from rocketmq_py._client._config import ClientConfig
+from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
+from rocketmq_py.aio._client import AioClient
+from rocketmq_py.producer._fault import FaultConfig
+from rocketmq_py.producer._producer import (
+    DEFAULT_ATTEMPT_TIMEOUT,
+    DEFAULT_RETRY_TIMES,
+    DEFAULT_SEND_TIMEOUT,
+    ProducerStatistics,
+)
+from rocketmq_py.producer._producer import Producer as AsyncProducer
+from rocketmq_py.producer._selectors import SelectQueue
+from rocketmq_py.producer._types import SendResult
+from rocketmq_py.producer._validation import DEFAULT_PRODUCER_GROUP, MAX_MESSAGE_SIZE
+from rocketmq_py.protocol import CompressionType, Message, MessageQueue
+from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
+
+__all__ = ["Producer"]
+
+
+class Producer(AioClient[AsyncProducer]):
+    """Sends messages to RocketMQ topics from asyncio code (Java ``DefaultMQProducer``).
+
+    The same producer as :class:`rocketmq_py.Producer`, hosted on the running asyncio loop::
+
+        async with Producer("my-group", namesrv="127.0.0.1:9876") as producer:
+            result = await producer.send(Message("orders", b"hello", tags="new"))
+
+    Any number of asyncio tasks may send at once; errors are those of the trio producer, unchanged.
+    Cancelling a task cancels its send (a message already written may still be stored).
+
+    Args: as :class:`rocketmq_py.Producer`.
+    """
+
+    def __init__(
+        self,
+        group: str = DEFAULT_PRODUCER_GROUP,
+        *,
+        namesrv: str | None = None,
+        send_timeout: float = DEFAULT_SEND_TIMEOUT,
+        attempt_timeout: float | None = DEFAULT_ATTEMPT_TIMEOUT,
+        retry_times: int = DEFAULT_RETRY_TIMES,
+        retry_another_broker_when_not_store_ok: bool = False,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        compress_over: int = COMPRESS_OVER_BYTES,
+        compress_type: CompressionType = CompressionType.ZLIB,
+        compress_level: int = DEFAULT_COMPRESS_LEVEL,
+        fault: FaultConfig | None = None,
+        auto_create_topic: bool = True,
+        default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+        config: ClientConfig | None = None,
+        **client_options: Any,
+    ) -> None:
+        super().__init__(
+            AsyncProducer(
+                group,
+                namesrv=namesrv,
+                send_timeout=send_timeout,
+                attempt_timeout=attempt_timeout,
+                retry_times=retry_times,
+                retry_another_broker_when_not_store_ok=retry_another_broker_when_not_store_ok,
+                max_message_size=max_message_size,
+                compress_over=compress_over,
+                compress_type=compress_type,
+                compress_level=compress_level,
+                fault=fault,
+                auto_create_topic=auto_create_topic,
+                default_topic_queue_nums=default_topic_queue_nums,
+                config=config,
+                **client_options,
+            )
+        )
+
+    @property
+    def client_id(self) -> str:
+        """``ip@instance``, as brokers see this client (raises StateError before it is open)."""
+        return self._client.client_id
+
+    def statistics(self) -> ProducerStatistics:
+        """A snapshot of the counters and the fault table (also after ``aclose()``)."""
+        return dataclasses.replace(self._client.statistics())
+
+    async def send(
+        self,
+        message: Message,
+        *,
+        selector: SelectQueue | None = None,
+        arg: Any = None,
+        queue: MessageQueue | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the send deadline, as in the trio API
+    ) -> SendResult:
+        """Send one message and wait for the broker to store it.
+
+        Args, Returns, Raises: as :meth:`rocketmq_py.Producer.send`.
+        """
+        return await self._call(
+            self._client.send, message, selector=selector, arg=arg, queue=queue, timeout=timeout
+        )
+
+    async def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
+        """Send without waiting for the broker's answer (as :meth:`rocketmq_py.Producer.send_oneway`)."""
+        await self._call(self._client.send_oneway, message, queue=queue)
+
+    async def send_batch(
+        self,
+        messages: Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> SendResult:
+        """Send messages of one topic as one batch (as :meth:`rocketmq_py.Producer.send_batch`)."""
+        return await self._call(self._client.send_batch, messages, queue=queue, timeout=timeout)

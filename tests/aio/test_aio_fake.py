@@ -1,0 +1,395 @@
+"""The asyncio clients against an in-process FakeBroker, and the trio guest run under them.
+
+The fake runs in the test's trio loop; each asyncio program runs with ``asyncio.run`` in a worker
+thread (``trio.to_thread.run_sync``), so both loops make progress. Guest-only tests need no broker
+and are plain functions around ``asyncio.run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, TypeVar
+
+import pytest
+import sniffio
+import trio
+
+from rocketmq_py.aio import LitePullConsumer, Message, MessageQueue, Producer, PushConsumer, SendStatus
+from rocketmq_py.aio._guest import _GUESTS, guest_for_running_loop
+from rocketmq_py.errors import EmptyBody, MessageIllegal, RocketMQError, StateError
+from rocketmq_py.protocol import MessageExt, RemotingCommand, RequestCode
+from rocketmq_py.testing import FakeBroker
+
+TOPIC = "AioTopic"
+GROUP = "cg-aio"
+T = TypeVar("T")
+
+
+@pytest.fixture
+async def broker() -> AsyncIterator[FakeBroker]:
+    async with FakeBroker(broker_name="broker-a") as fb:
+        fb.add_topic(TOPIC, queues=2)
+        yield fb
+
+
+async def on_asyncio(main: Coroutine[Any, Any, T]) -> T:
+    """Run an asyncio program in a worker thread, while the test's trio loop serves the fake."""
+    return await trio.to_thread.run_sync(asyncio.run, main)
+
+
+async def wait_until(predicate: Callable[[], bool], *, timeout: float = 30) -> None:  # noqa: ASYNC109
+    """Poll ``predicate`` (trio time) until true; fail after ``timeout``."""
+    with trio.fail_after(timeout):
+        while not predicate():  # noqa: ASYNC110 - state of the fake, no event to wait on
+            await trio.sleep(0.01)
+
+
+def _stored(fb: FakeBroker) -> list[bytes]:
+    return sorted(m.body for q in range(2) for m in fb.messages(TOPIC, q))
+
+
+def _guest_running() -> bool:
+    return guest_for_running_loop().running
+
+
+# --- the guest run -------------------------------------------------------------------------------
+
+
+async def _sleep_then(value: T, seconds: float = 0.0) -> T:
+    await trio.sleep(seconds)
+    return value
+
+
+async def _fail() -> None:
+    await trio.lowlevel.checkpoint()
+    raise MessageIllegal(13, "from trio")
+
+
+def test_calls_cross_with_results_and_errors_unchanged() -> None:
+    async def main() -> None:
+        guest = guest_for_running_loop()
+        await guest.acquire()
+        try:
+            values = await asyncio.gather(*(guest.call(_sleep_then, i) for i in range(200)))
+            assert values == list(range(200))
+            with pytest.raises(MessageIllegal, match="from trio") as caught:
+                await guest.call(_fail)
+            assert caught.value.code == 13
+        finally:
+            await guest.release()
+        assert not guest.running
+
+    asyncio.run(main())
+
+
+def test_cancelling_the_asyncio_task_cancels_the_trio_call_and_the_worker_goes_on() -> None:
+    async def main() -> None:
+        guest = guest_for_running_loop()
+        ended = trio.Event()
+
+        async def forever() -> None:
+            try:
+                await trio.sleep_forever()
+            finally:
+                ended.set()
+
+        await guest.acquire()
+        try:
+            task = asyncio.ensure_future(guest.call(forever))
+            await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await guest.call(ended.wait)  # the trio side unwound
+            # the worker that ran it (its scope was cancelled) serves later calls normally
+            later = await asyncio.gather(*(guest.call(_sleep_then, i, 0.001) for i in range(5)))
+            assert later == list(range(5))
+        finally:
+            await guest.release()
+
+    asyncio.run(main())
+
+
+def test_a_value_ready_when_the_caller_is_cancelled_goes_to_on_lost() -> None:
+    """The trio call produced a value, but the asyncio task was cancelled before it resumed.
+
+    (E.g. ``asyncio.wait_for(consumer.poll(), 0.2)`` timing out while the poll takes a batch: the
+    batch moved the consumed offset, so dropping it would lose those messages.) Both orders: the
+    cancel lands before the trio call returns (the future is cancelled when the value comes), and
+    after the value was set (the task is cancelled before it resumes).
+    """
+
+    async def main() -> list[str]:
+        guest = guest_for_running_loop()
+        loop = asyncio.get_running_loop()
+        lost: list[str] = []
+        tasks: list[asyncio.Future[str]] = []
+
+        async def take(case: str) -> str:
+            await trio.lowlevel.checkpoint()
+            if case == "cancel first":
+                tasks[-1].cancel()  # cancels the future the caller awaits, now
+            else:
+                loop.call_soon(tasks[-1].cancel)  # runs after the value is set, before the task resumes
+            return case
+
+        await guest.acquire()
+        try:
+            for case in ("cancel first", "value first"):
+                tasks.append(asyncio.ensure_future(guest.call_keeping(lost.append, take, case)))
+                with pytest.raises(asyncio.CancelledError):
+                    await tasks[-1]
+                await guest.call(_sleep_then, None)  # the trio side is done too
+            assert await guest.call_keeping(lost.append, _sleep_then, "kept") == "kept"
+        finally:
+            await guest.release()
+        return lost
+
+    assert asyncio.run(main()) == ["cancel first", "value first"]
+
+
+def test_a_trio_cancel_cancels_the_asyncio_coroutine_and_waits_for_it() -> None:
+    async def main() -> None:
+        guest = guest_for_running_loop()
+        seen: list[str] = []
+
+        async def listener() -> str:
+            seen.append(sniffio.current_async_library())
+            try:
+                await asyncio.sleep(3600)
+            finally:
+                await asyncio.sleep(0)  # cleanup that itself awaits
+                seen.append("cleaned up")
+            return "never"
+
+        async def in_trio() -> list[str]:
+            with trio.move_on_after(0.05):
+                await guest.run_on_loop(listener)
+            return list(seen)  # the asyncio side had finished before trio went on
+
+        await guest.acquire()
+        try:
+            assert await guest.call(in_trio) == ["asyncio", "cleaned up"]
+        finally:
+            await guest.release()
+
+    asyncio.run(main())
+
+
+def test_the_guest_ends_with_its_last_user_and_leaves_no_threads_behind() -> None:
+    async def cycle() -> None:
+        guest = guest_for_running_loop()
+        await guest.acquire()
+        await guest.acquire()
+        await guest.call(_sleep_then, None, 0.01)  # idle long enough for trio's I/O thread
+        await guest.release()
+        assert guest.running
+        await guest.release()
+        assert not guest.running
+
+    before = threading.active_count()
+    for _ in range(5):
+        asyncio.run(cycle())
+    # trio keeps one idle I/O thread in its cache (for 10 s); cycles must not add more.
+    assert threading.active_count() <= before + 1
+    assert len(_GUESTS) <= 1  # one entry per live loop; closed loops are forgotten
+
+
+def test_a_client_needs_a_running_loop_and_opens_once() -> None:
+    opening = Producer("pg-aio", namesrv="127.0.0.1:1").open()
+    with pytest.raises(StateError, match="running asyncio event loop"):
+        opening.send(None)  # driven by hand: no asyncio loop runs here
+    opening.close()
+
+    async def send_before_open() -> None:
+        with pytest.raises(StateError, match="not open"):
+            await Producer("pg-aio").send(Message(TOPIC, b"x"))
+
+    asyncio.run(send_before_open())
+
+
+# --- clients against the fake --------------------------------------------------------------------
+
+
+async def test_producer_sends_in_a_running_loop_while_other_tasks_go_on(broker: FakeBroker) -> None:
+    broker.delay(RequestCode.SEND_MESSAGE_V2, 0.2)
+
+    async def main() -> tuple[int, list[SendStatus], int]:
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        tick_task = asyncio.create_task(ticker())
+        async with Producer("pg-aio", namesrv=broker.address) as producer:
+            results = await asyncio.gather(*(producer.send(Message(TOPIC, b"m%d" % i)) for i in range(20)))
+            await producer.send_oneway(Message(TOPIC, b"oneway"), queue=MessageQueue(TOPIC, "broker-a", 0))
+            batch = await producer.send_batch([Message(TOPIC, b"b1"), Message(TOPIC, b"b2")])
+            assert len(batch.msg_id.split(",")) == 2
+            sent = producer.statistics().sent
+        tick_task.cancel()
+        assert not _guest_running()
+        return ticks, [r.status for r in results], sent
+
+    ticks, statuses, sent = await on_asyncio(main())
+    assert statuses == [SendStatus.SEND_OK] * 20
+    assert sent == 22
+    assert ticks >= 10  # the loop kept running while sends waited 0.2 s for the broker
+    await wait_until(lambda: len(_stored(broker)) == 23)
+    assert broker.requests(RequestCode.UNREGISTER_CLIENT)
+
+
+async def test_producer_errors_keep_their_types(broker: FakeBroker) -> None:
+    async def refuse(request: RemotingCommand) -> RemotingCommand | None:
+        raise MessageIllegal(13, "refused by the test")
+
+    broker.on(RequestCode.SEND_MESSAGE_V2, refuse)
+
+    async def main() -> None:
+        async with Producer("pg-aio", namesrv=broker.address, retry_times=0) as producer:
+            with pytest.raises(EmptyBody):
+                await producer.send(Message(TOPIC, b""))
+            with pytest.raises(MessageIllegal, match="refused by the test"):
+                await producer.send(Message(TOPIC, b"x"))
+
+    await on_asyncio(main())
+
+
+async def test_cancelling_a_send_returns_at_once_and_closes_cleanly(broker: FakeBroker) -> None:
+    broker.never_reply(RequestCode.SEND_MESSAGE_V2)
+
+    async def main() -> float:
+        async with Producer("pg-aio", namesrv=broker.address, send_timeout=30) as producer:
+            task = asyncio.create_task(producer.send(Message(TOPIC, b"stuck")))
+            await asyncio.sleep(0.1)
+            started = asyncio.get_running_loop().time()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            waited = asyncio.get_running_loop().time() - started
+        return waited
+
+    assert await on_asyncio(main()) < 5  # not the 30-s send timeout
+
+
+async def test_push_consumer_runs_async_listeners_on_the_asyncio_loop(broker: FakeBroker) -> None:
+    broker.put_messages(0, [Message(TOPIC, b"a%d" % i) for i in range(5)])
+    broker.put_messages(1, [Message(TOPIC, b"b%d" % i) for i in range(5)])
+
+    async def main() -> tuple[list[bytes], set[str]]:
+        received: asyncio.Queue[MessageExt] = asyncio.Queue()  # an asyncio object, used from the listener
+        libraries: set[str] = set()
+
+        async def listener(msgs: list[MessageExt]) -> None:
+            libraries.add(sniffio.current_async_library())
+            assert asyncio.current_task() is not None
+            await asyncio.sleep(0)
+            for msg in msgs:
+                received.put_nowait(msg)
+
+        consumer = PushConsumer(
+            GROUP, namesrv=broker.address, listener=listener, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
+        )
+        consumer.subscribe(TOPIC)
+        async with consumer:
+            bodies = [(await asyncio.wait_for(received.get(), 30)).body for _ in range(10)]
+            assert consumer.consumed >= 10
+            owned = consumer.owned_queues()
+        assert {mq for mq in owned if mq.topic == TOPIC} == {
+            MessageQueue(TOPIC, "broker-a", q) for q in (0, 1)
+        }
+        return sorted(bodies), libraries
+
+    bodies, libraries = await on_asyncio(main())
+    assert bodies == sorted([b"a%d" % i for i in range(5)] + [b"b%d" % i for i in range(5)])
+    assert libraries == {"asyncio"}
+    await wait_until(lambda: broker.consumer_offsets.get((GROUP, TOPIC, 0)) == 5)
+
+
+async def test_push_consumer_runs_plain_listeners_in_a_thread(broker: FakeBroker) -> None:
+    broker.put_messages(0, [Message(TOPIC, b"p%d" % i) for i in range(3)])
+
+    async def main() -> tuple[int, set[bool]]:
+        loop_thread = threading.get_ident()
+        in_loop_thread: set[bool] = set()
+        done = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        count = 0
+
+        def listener(msgs: list[MessageExt]) -> None:
+            nonlocal count
+            in_loop_thread.add(threading.get_ident() == loop_thread)
+            count += len(msgs)
+            if count >= 3:
+                loop.call_soon_threadsafe(done.set)
+
+        consumer = PushConsumer(
+            GROUP, namesrv=broker.address, listener=listener, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
+        )
+        consumer.subscribe(TOPIC)
+        async with consumer:
+            await asyncio.wait_for(done.wait(), 30)
+        return count, in_loop_thread
+
+    count, in_loop_thread = await on_asyncio(main())
+    assert count == 3
+    assert in_loop_thread == {False}
+
+
+async def test_lite_pull_consumer_async_for_getmany_and_seek(broker: FakeBroker) -> None:
+    broker.put_messages(0, [Message(TOPIC, b"q0-%d" % i) for i in range(4)])
+    broker.put_messages(1, [Message(TOPIC, b"q1-%d" % i) for i in range(4)])
+    q0 = MessageQueue(TOPIC, "broker-a", 0)
+
+    async def main() -> tuple[list[bytes], list[bytes], list[bytes]]:
+        consumer = LitePullConsumer(GROUP, namesrv=broker.address, auto_commit=False)
+        async with consumer:
+            queues = await consumer.fetch_message_queues(TOPIC)
+            consumer.assign(queues)
+            for mq in queues:
+                await consumer.seek_to_begin(mq)
+            first: list[bytes] = []
+            async for msg in consumer:
+                first.append(msg.body)
+                if len(first) == 8:
+                    break
+            consumer.seek(q0, 2)
+            again: list[bytes] = []
+            while len(again) < 2:
+                batches = await consumer.getmany(timeout=5)
+                again.extend(m.body for msgs in batches.values() for m in msgs)
+            await consumer.commit({q0: 4})
+            committed = await consumer.committed(q0)
+            assert committed == 4
+            empty = await consumer.poll(timeout=0.05)
+        return sorted(first), again, [m.body for m in empty]
+
+    first, again, empty = await on_asyncio(main())
+    assert first == sorted([b"q0-%d" % i for i in range(4)] + [b"q1-%d" % i for i in range(4)])
+    assert again == [b"q0-2", b"q0-3"]
+    assert empty == []
+    assert broker.consumer_offsets[(GROUP, TOPIC, 0)] == 4
+
+
+async def test_a_closed_client_refuses_calls_and_ends_async_for(broker: FakeBroker) -> None:
+    async def main() -> None:
+        consumer = LitePullConsumer(GROUP, namesrv=broker.address)
+        consumer.subscribe(TOPIC)
+        async with consumer:
+            pass
+        with pytest.raises(StateError):
+            await consumer.poll(timeout=0.01)
+        assert [m async for m in consumer] == []
+        with pytest.raises(StateError, match="already opened"):
+            await consumer.open()
+        with pytest.raises(RocketMQError):
+            async with Producer("pg-aio", namesrv="127.0.0.1:1", send_timeout=0.5) as producer:
+                await producer.send(Message(TOPIC, b"x"))
+        assert not _guest_running()
+
+    await on_asyncio(main())

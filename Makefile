@@ -55,12 +55,15 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# Everything: lint, types, fast tests and the integration tests against a real cluster (5.3.3), then
-# the broker-dependent integration files on each of EXTRA_VERSIONS.
-test: jars-versions lint
-	$(INTEGRATION_ENV) $(BIN)/pytest
+# Everything: lint, types, the documentation site (strict), fast tests and the integration tests
+# against a real cluster (5.3.3), then the broker-dependent integration files on each of
+# EXTRA_VERSIONS, the docker backend, and the package built and installed as a wheel.
+# (--durations: the slowest tests in the log, so that CI time is easy to follow.)
+test: jars-versions lint docs
+	$(INTEGRATION_ENV) $(BIN)/pytest --durations=25
 	$(MAKE) --no-print-directory versions
 	$(MAKE) --no-print-directory docker
+	$(MAKE) --no-print-directory wheel-check
 
 # VERSION_TESTS on each of EXTRA_VERSIONS, one cluster per release (`make versions EXTRA_VERSIONS=4.9.7`).
 # An external cluster (ROCKETMQ_NAMESRV) has one release, not ours to pick: the loop is skipped.
@@ -100,7 +103,7 @@ down: install
 # The package as users get it: build the sdist and the wheel, check the wheel's contents, install it with
 # its spark extra into a fresh virtualenv, and from outside the source tree run the quickstart and a
 # Spark read (format "rocketmq" found by pyspark's discovery) against a cluster the installed package
-# starts and stops (scripts/wheel_check.sh). Not part of `make test`.
+# starts and stops (scripts/wheel_check.sh). The last step of `make test`.
 wheel-check: jars
 	PYTHON=$(PYTHON) BUILD_PYTHON=$(abspath $(BIN)/python) bash scripts/wheel_check.sh
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 import re
 import time
+import uuid
 from collections.abc import Callable
 
 from rocketmq_py.protocol._fastjson import parse_fastjson
 from rocketmq_py.testing import Cluster
+from rocketmq_py.testing._cluster import _request, topic_route
+
+#: A NameServer KV entry (Java ``RequestCode.GET_KV_CONFIG``).
+GET_KV_CONFIG = 101
 
 
 def test_cluster_list_shows_both_brokers(cluster: Cluster) -> None:
@@ -38,6 +43,41 @@ def test_topic_with_8_queues_on_2_brokers_routes_16_queues(
     assert sorted(q["brokerName"] for q in queue_datas) == ["broker-a", "broker-b"]
     assert sum(q["readQueueNums"] for q in queue_datas) == 16
     assert sum(q["writeQueueNums"] for q in queue_datas) == 16
+
+
+def test_topics_are_created_as_mqadmin_creates_them(
+    cluster: Cluster, create_topic: Callable[..., str]
+) -> None:
+    """``create_topic`` (our requests, no JVM) leaves what ``mqadmin updateTopic`` leaves: the same
+    queues and permissions in the route, and for an order topic the same order conf on the NameServer."""
+    for order in (False, True):
+        ours = create_topic(2, prefix="it-ours", order=order)
+        java = f"it-java-{uuid.uuid4().hex[:12]}"
+        args = ["updateTopic", "-c", cluster.cluster_name, "-t", java, "-r", "2", "-w", "2"]
+        cluster.mqadmin(*args, *(["-o", "true"] if order else [])).check()
+        cluster.wait_for_route(java, 2 * len(cluster.brokers))
+
+        def queues(topic: str) -> list[tuple[str, int, int, int, int]]:
+            route = topic_route(cluster.namesrv_addr, topic, ssl_context=cluster.ssl_context)
+            assert route is not None
+            return sorted(
+                (q.broker_name, q.read_queue_nums, q.write_queue_nums, q.perm, q.topic_sys_flag)
+                for q in route.queue_datas
+            )
+
+        def order_conf(topic: str) -> tuple[int, set[str] | None]:
+            """The NameServer's answer and entries (mqadmin writes them in hash order, we sort them)."""
+            fields = {"namespace": "ORDER_TOPIC_CONFIG", "key": topic}
+            reply = _request(cluster.namesrv_addr, GET_KV_CONFIG, fields, 3.0, b"", cluster.ssl_context, None)
+            value = reply.ext_fields.get("value")
+            return reply.code, None if value is None else set(value.split(";"))
+
+        assert queues(ours) == queues(java)
+        assert order_conf(ours) == order_conf(java)
+        if order:
+            assert order_conf(ours) == (0, {f"{b.name}:2" for b in cluster.brokers})
+        else:
+            assert order_conf(ours)[0] != 0  # no entry
 
 
 def _max_offsets(cluster: Cluster, topic: str) -> dict[tuple[str, int], int]:

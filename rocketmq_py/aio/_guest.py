@@ -7,17 +7,27 @@ thread only when it has nothing to run. Nothing crosses a thread per call:
 - asyncio → trio (:meth:`TrioGuest.call`): the call becomes a trio task in the guest's nursery; its
   result or error is set on an asyncio future the caller awaits. Cancelling the caller cancels the
   trio task's scope (the trio call unwinds in the background; :meth:`TrioGuest.release` waits for it).
-- trio → asyncio (:meth:`TrioGuest.run_on_loop`): a listener coroutine becomes an asyncio task on
-  the user's loop; the trio task that awaits it sleeps until it is done. A trio cancel (a consume
-  timeout, a shutdown) cancels the asyncio task and waits for it to end.
+- trio → asyncio (:meth:`TrioGuest.run_on_loop`): a listener coroutine runs in one of the guest's
+  loop workers (asyncio tasks on the user's loop that take queued calls one after another, as a
+  thread pool's threads do); the trio task that awaits it sleeps until it is done. A trio cancel
+  (a consume timeout, a shutdown) cancels that call and waits for it to end.
 
 The guest starts with the first client entered on a loop and ends when the last one leaves, so a
 loop left without clients has no trio run, no helper thread and no sockets.
+
+Trio's guest mode waits for I/O in a helper thread whenever trio has nothing to run, and getting
+it back costs a round trip through that thread (a wake-up socket, then the loop's self-pipe): more
+CPU than a listener call itself. While listener tasks it waits for are running on the loop, a
+*spinner* task keeps trio runnable for a few loop iterations (each polls trio's I/O without
+waiting), so that a listener finishing at once is picked up in the next iteration; after
+``_SPIN_TICKS`` iterations with no listener finishing, the spinner parks and trio waits as usual
+(a listener awaiting slow I/O costs no busy loop).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
@@ -36,6 +46,8 @@ T = TypeVar("T")
 _MAX_WORKERS = 1024
 #: Workers kept parked for the next burst; more idle ones end.
 _MAX_IDLE_WORKERS = 256
+#: Loop iterations the spinner keeps trio awake with no listener task finishing, before it parks.
+_SPIN_TICKS = 8
 
 _GUESTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TrioGuest] = weakref.WeakKeyDictionary()
 
@@ -73,6 +85,14 @@ class TrioGuest:
         self._queue: deque[_Call] = deque()
         self._idle: list[trio.lowlevel.Task] = []
         self._workers = 0
+        self._on_loop = 0  # listener tasks running on the loop that trio tasks wait for
+        self._finished_on_loop = 0  # how many of those have finished, ever
+        self._spinner: trio.lowlevel.Task | None = None  # parked spinner
+        self._loop_calls: deque[_LoopCall] = deque()  # run_on_loop calls no loop worker took yet
+        self._loop_idle: list[asyncio.Future[None]] = []  # parked loop workers' wake-ups
+        self._loop_workers = 0
+        self._loop_waking = False  # a loop worker was woken (or made) and has not run yet
+        self.spin_ticks = 0  # loop iterations spent spinning (for tests and benchmarks)
 
     @property
     def nursery(self) -> trio.Nursery | None:
@@ -135,6 +155,7 @@ class TrioGuest:
             return
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            nursery.start_soon(self._spin)
             assert self._ready is not None
             if not self._ready.done():
                 self._ready.set_result(None)
@@ -143,6 +164,10 @@ class TrioGuest:
 
     def _finished(self, result: outcome.Outcome[None]) -> None:
         ready, done = self._ready, self._done
+        idle, self._loop_idle = self._loop_idle, []
+        for wake in idle:  # parked loop workers end
+            wake.cancel()
+        self._loop_waking = False
         self._nursery = self._stop = self._ready = self._done = None
         if self._users == 0 and _GUESTS.get(self.loop) is self:
             del _GUESTS[self.loop]  # (the guest refers to its loop: kept, the loop would never go)
@@ -238,28 +263,137 @@ class TrioGuest:
     # --- trio -> asyncio ------------------------------------------------------------------------
 
     async def run_on_loop(self, coro_fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
-        """(In trio) run ``coro_fn(*args)`` as an asyncio task on the loop and wait for its result.
+        """(In trio) await ``coro_fn(*args)`` in an asyncio task on the loop and wait for its result.
 
-        A trio cancel cancels the asyncio task and waits for it to end, then raises trio's Cancelled.
+        The coroutine runs in one of the guest's *loop workers*: long-lived asyncio tasks that take
+        queued calls one after another (a call that finishes at once costs no task of its own and
+        no loop iteration more), each awaiting its call, so calls that wait on I/O overlap. As in
+        a thread pool, ``asyncio.current_task()`` and its context variables are the worker's.
+        A trio cancel cancels the call (the worker goes on with the next one) and waits for it
+        to end, then raises trio's Cancelled.
         """
-        trio_task = trio.lowlevel.current_task()
-        atask = self.loop.create_task(coro_fn(*args))
-        cancelled_by_trio: list[Callable[[], Any]] = []
-
-        def done(t: asyncio.Task[T]) -> None:
-            if cancelled_by_trio and t.cancelled():
-                trio.lowlevel.reschedule(trio_task, outcome.capture(cancelled_by_trio[0]))
-            else:
-                trio.lowlevel.reschedule(trio_task, outcome.capture(t.result))
+        call = _LoopCall(coro_fn, args, trio.lowlevel.current_task())
+        self._loop_calls.append(call)
+        self._on_loop += 1
+        if self._spinner is not None:
+            spinner, self._spinner = self._spinner, None
+            trio.lowlevel.reschedule(spinner)
+        self._wake_loop_worker()
 
         def abort(raise_cancel: Callable[[], Any]) -> trio.lowlevel.Abort:
-            cancelled_by_trio.append(raise_cancel)
-            atask.cancel()
-            return trio.lowlevel.Abort.FAILED  # `done` wakes us once the asyncio task has ended
+            call.raise_cancel = raise_cancel
+            if call.worker is None:  # still queued: a worker will skip it
+                call.skip = True
+                self._on_loop -= 1
+                return trio.lowlevel.Abort.SUCCEEDED
+            call.worker.cancel()
+            return trio.lowlevel.Abort.FAILED  # the worker wakes us once the call has ended
 
-        atask.add_done_callback(done)
         result: T = await trio.lowlevel.wait_task_rescheduled(abort)
         return result
+
+    def _wake_loop_worker(self) -> None:
+        """Make sure a loop worker will look at the queued calls (one wake-up at a time)."""
+        if self._loop_waking:
+            return
+        if self._loop_idle:
+            self._loop_waking = True
+            self._loop_idle.pop().set_result(None)
+        elif self._loop_workers < _MAX_WORKERS:
+            self._loop_waking = True
+            self._loop_workers += 1
+            self.loop.create_task(self._loop_worker(), context=contextvars.Context())
+
+    async def _loop_worker(self) -> None:
+        """(In asyncio) runs queued :meth:`run_on_loop` calls; parks when there are none."""
+        me = asyncio.current_task()
+        assert me is not None
+        calls = self._loop_calls
+        try:
+            while True:
+                self._loop_waking = False
+                while calls:
+                    call = calls.popleft()
+                    if call.skip:
+                        continue
+                    if calls:  # more waiting: another worker takes them if this call awaits
+                        self._wake_loop_worker()
+                    await self._run_loop_call(me, call)
+                if self._nursery is None or len(self._loop_idle) >= _MAX_IDLE_WORKERS:
+                    return
+                wake: asyncio.Future[None] = self.loop.create_future()
+                self._loop_idle.append(wake)
+                try:
+                    await wake
+                except asyncio.CancelledError:
+                    return  # the trio run ended
+        finally:
+            self._loop_workers -= 1
+
+    async def _run_loop_call(self, me: asyncio.Task[Any], call: _LoopCall) -> None:
+        call.worker = me
+        result: outcome.Outcome[Any]
+        try:
+            result = outcome.Value(await call.coro_fn(*call.args))
+        except asyncio.CancelledError as exc:
+            if call.raise_cancel is None:  # the worker itself is cancelled: the loop is closing
+                result = outcome.Error(exc)
+                self._finish_loop_call(call, result)
+                raise
+            result = outcome.capture(call.raise_cancel)  # trio's Cancelled, for the trio task
+        except BaseException as exc:  # every error crosses to the trio task
+            result = outcome.Error(exc)
+            if not isinstance(exc, Exception):
+                self._finish_loop_call(call, result)
+                raise
+        if call.raise_cancel is not None:
+            me.uncancel()  # the cancel was for this call only (delivered, or swallowed by it)
+        self._finish_loop_call(call, result)
+
+    def _finish_loop_call(self, call: _LoopCall, result: outcome.Outcome[Any]) -> None:
+        call.worker = None
+        self._on_loop -= 1
+        self._finished_on_loop += 1
+        trio.lowlevel.reschedule(call.trio_task, result)
+
+    async def _spin(self) -> None:
+        """Keeps trio runnable while listener tasks run on the loop (see the module's docstring).
+
+        Parked until :meth:`run_on_loop` starts a listener task; then checkpoints once per loop
+        iteration until none is running, or ``_SPIN_TICKS`` iterations passed with none finishing.
+        """
+        while True:
+            self._spinner = trio.lowlevel.current_task()
+            await trio.lowlevel.wait_task_rescheduled(self._abort_spinner)
+            quiet = 0
+            while self._on_loop and quiet < _SPIN_TICKS:
+                finished = self._finished_on_loop
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                self.spin_ticks += 1
+                quiet = 0 if self._finished_on_loop != finished else quiet + 1
+
+    def _abort_spinner(self, _: Any) -> trio.lowlevel.Abort:
+        self._spinner = None
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
+class _LoopCall:
+    """One trio task's :meth:`TrioGuest.run_on_loop` call, queued or running in a loop worker."""
+
+    __slots__ = ("args", "coro_fn", "raise_cancel", "skip", "trio_task", "worker")
+
+    def __init__(
+        self,
+        coro_fn: Callable[..., Coroutine[Any, Any, Any]],
+        args: tuple[Any, ...],
+        trio_task: trio.lowlevel.Task,
+    ) -> None:
+        self.coro_fn = coro_fn
+        self.args = args
+        self.trio_task = trio_task
+        self.worker: asyncio.Task[Any] | None = None
+        self.raise_cancel: Callable[[], Any] | None = None
+        self.skip = False
 
 
 class _Call:

@@ -17,6 +17,7 @@ from rocketmq_py.errors import ClusterError, RocketMQError
 
 if TYPE_CHECKING:
     from rocketmq_py.protocol._bodies import TopicRouteData
+    from rocketmq_py.protocol._command import RemotingCommand
     from rocketmq_py.testing._acl import Credentials
 from rocketmq_py.testing._distribution import DEFAULT_VERSION
 from rocketmq_py.testing._tools import ToolResult, run_java_bench, run_mqadmin
@@ -185,12 +186,54 @@ class Cluster(abc.ABC):
         return run_java_bench(tool, args, namesrv=self.namesrv_addr, version=self.version, timeout=timeout)
 
     def create_topic(self, topic: str, queues: int = 8, *, order: bool = False) -> None:
-        """Create (or update) ``topic`` with ``queues`` read and write queues on every broker."""
-        args = ["updateTopic", "-c", self.cluster_name, "-t", topic, "-r", str(queues), "-w", str(queues)]
+        """Create (or update) ``topic`` with ``queues`` read and write queues on every master broker.
+
+        What ``mqadmin updateTopic -c <cluster>`` does, without starting a JVM: UPDATE_AND_CREATE_TOPIC
+        (code 17) to each master the NameServer lists, and for an order topic its ``broker:queues;...``
+        order conf on the NameServer (PUT_KV_CONFIG); signed with the cluster's ACL account, over TLS
+        when the cluster enforces it. Then waits until the NameServer's route shows the queues.
+
+        Raises:
+            ClusterError: the NameServer lists no master, or a broker or the NameServer refused.
+        """
+        from rocketmq_py._client._route import AUTO_CREATE_TOPIC_KEY, PERM_READ, PERM_WRITE
+        from rocketmq_py.cli._admin import ORDER_TOPIC_CONFIG, order_conf
+        from rocketmq_py.protocol._admin_headers import UpdateAndCreateTopicRequestHeader
+        from rocketmq_py.protocol._codes import RequestCode
+        from rocketmq_py.protocol._ext_fields import to_ext_fields
+
+        masters = cluster_info(self.namesrv_addr, ssl_context=self.ssl_context)
+        if not masters:
+            raise ClusterError(f"the NameServer {self.namesrv_addr} lists no master broker")
+        header = UpdateAndCreateTopicRequestHeader(
+            topic=topic,
+            default_topic=AUTO_CREATE_TOPIC_KEY,
+            read_queue_nums=queues,
+            write_queue_nums=queues,
+            perm=PERM_READ | PERM_WRITE,
+            topic_filter_type="SINGLE_TAG",
+            order=order,
+        )
+        requests = [
+            (masters[name], RequestCode.UPDATE_AND_CREATE_TOPIC, to_ext_fields(header))
+            for name in sorted(masters)
+        ]
         if order:
-            args += ["-o", "true"]
-        self.mqadmin(*args).check()
-        self.wait_for_route(topic, queues * len(self.brokers))
+            conf = order_conf({name: queues for name in masters})
+            kv = {"namespace": ORDER_TOPIC_CONFIG, "key": topic, "value": conf}
+            requests.append((self.namesrv_addr, RequestCode.PUT_KV_CONFIG, kv))
+        for address, code, fields in requests:
+            answer, remark = _call_with_remark(
+                address,
+                code,
+                fields,
+                timeout=10.0,
+                ssl_context=self.ssl_context,
+                credentials=self.credentials,
+            )
+            if answer != 0:
+                raise ClusterError(f"creating topic {topic!r}: {address} answered code {answer}: {remark}")
+        self.wait_for_route(topic, queues * len(masters))
 
     def wait_for_route(self, topic: str, queues: int, timeout: float = 30.0) -> None:
         """Wait until the NameServer's route for ``topic`` shows ``queues`` readable queues in all."""
@@ -255,6 +298,33 @@ def _call(
 
     With ``credentials`` the request is signed as the client signs it (for ACL brokers).
     """
+    reply = _request(address, code, ext_fields, timeout, body, ssl_context, credentials)
+    return reply.code, bytes(reply.body)
+
+
+def _call_with_remark(
+    address: str,
+    code: int,
+    ext_fields: dict[str, str] | None = None,
+    timeout: float = 3.0,
+    *,
+    ssl_context: ssl.SSLContext | None = None,
+    credentials: Credentials | None = None,
+) -> tuple[int, str]:
+    """:func:`_call`, answering the reply's code and remark."""
+    reply = _request(address, code, ext_fields, timeout, b"", ssl_context, credentials)
+    return reply.code, reply.remark or ""
+
+
+def _request(
+    address: str,
+    code: int,
+    ext_fields: dict[str, str] | None,
+    timeout: float,
+    body: bytes,
+    ssl_context: ssl.SSLContext | None,
+    credentials: Credentials | None,
+) -> RemotingCommand:
     from rocketmq_py._transport._hooks import AclRPCHook
     from rocketmq_py.protocol._command import RemotingCommand
     from rocketmq_py.protocol._frame import FrameBuffer
@@ -271,7 +341,7 @@ def _call(
                 raise ClusterError(f"{address} closed the connection before answering code {code}")
             for reply in buf.feed(chunk):
                 if reply.is_response:
-                    return reply.code, bytes(reply.body)
+                    return reply
 
 
 def cluster_members(namesrv: str, *, ssl_context: ssl.SSLContext | None = None) -> dict[str, dict[int, str]]:

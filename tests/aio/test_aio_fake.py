@@ -17,7 +17,7 @@ import sniffio
 import trio
 
 from rocketmq_py.aio import LitePullConsumer, Message, MessageQueue, Producer, PushConsumer, SendStatus
-from rocketmq_py.aio._guest import _GUESTS, guest_for_running_loop
+from rocketmq_py.aio._guest import _GUESTS, _SPIN_TICKS, guest_for_running_loop
 from rocketmq_py.errors import EmptyBody, MessageIllegal, RocketMQError, StateError
 from rocketmq_py.protocol import MessageExt, RemotingCommand, RequestCode
 from rocketmq_py.testing import FakeBroker
@@ -174,6 +174,133 @@ def test_a_trio_cancel_cancels_the_asyncio_coroutine_and_waits_for_it() -> None:
             assert await guest.call(in_trio) == ["asyncio", "cleaned up"]
         finally:
             await guest.release()
+
+    asyncio.run(main())
+
+
+def test_finished_listeners_are_picked_up_without_trio_waiting_in_its_thread() -> None:
+    """While listener tasks run, trio stays runnable: a listener done at once costs no I/O-thread trip."""
+
+    async def main() -> None:
+        guest = guest_for_running_loop()
+
+        async def listener(n: int) -> int:
+            return n
+
+        async def in_trio() -> int:
+            total = 0
+            for n in range(200):
+                total += await guest.run_on_loop(listener, n)
+            return total
+
+        await guest.acquire()
+        try:
+            before = guest.spin_ticks
+            assert await guest.call(in_trio) == sum(range(200))
+            ticks = guest.spin_ticks - before
+        finally:
+            await guest.release()
+        # The calls were picked up by the spinning trio run, each within a few loop iterations.
+        assert 0 < ticks <= 200 * _SPIN_TICKS
+
+    asyncio.run(main())
+
+
+def test_a_listener_awaiting_slow_io_makes_no_busy_loop() -> None:
+    """After ``_SPIN_TICKS`` iterations with nothing finishing, trio waits as usual (no spinning)."""
+
+    async def main() -> None:
+        guest = guest_for_running_loop()
+        started = asyncio.Event()
+        release = asyncio.Event()
+
+        async def listener() -> str:
+            started.set()
+            await release.wait()
+            return "done"
+
+        async def in_trio() -> str:
+            return await guest.run_on_loop(listener)
+
+        await guest.acquire()
+        try:
+            before = guest.spin_ticks
+            call = asyncio.ensure_future(guest.call(in_trio))
+            await started.wait()
+            for _ in range(50 * _SPIN_TICKS):  # many loop iterations while the listener waits
+                await asyncio.sleep(0)
+            assert guest.spin_ticks - before <= _SPIN_TICKS
+            release.set()
+            assert await call == "done"
+        finally:
+            await guest.release()
+
+    asyncio.run(main())
+
+
+def test_listener_calls_that_await_overlap_and_a_cancelled_one_spares_the_next() -> None:
+    """Loop workers: calls waiting on I/O run at once; a cancel ends only its call; no task is left."""
+
+    async def main() -> None:
+        guest = guest_for_running_loop()
+        both_waiting = asyncio.Event()
+        waiting = 0
+        seen: list[str] = []
+
+        async def slow(name: str) -> str:
+            nonlocal waiting
+            waiting += 1
+            if waiting == 2:
+                both_waiting.set()
+            await both_waiting.wait()  # only returns once the other call waits too
+            return name
+
+        async def swallowing() -> str:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                seen.append("swallowed")
+            return "swallowed"
+
+        async def quick(n: int) -> int:
+            await asyncio.sleep(0)
+            return n
+
+        async def in_trio() -> list[object]:
+            results: list[object] = []
+            async with trio.open_nursery() as nursery:
+
+                async def one(name: str) -> None:
+                    results.append(await guest.run_on_loop(slow, name))
+
+                nursery.start_soon(one, "a")
+                nursery.start_soon(one, "b")
+            with trio.move_on_after(0.05):
+                await guest.run_on_loop(listener_cancelled)
+            with trio.move_on_after(0.05) as scope:
+                results.append(await guest.run_on_loop(swallowing))
+            results.append(scope.cancelled_caught)
+            results.extend([await guest.run_on_loop(quick, n) for n in range(3)])
+            return results
+
+        async def listener_cancelled() -> None:
+            try:
+                await asyncio.sleep(3600)
+            finally:
+                seen.append("cancelled")
+
+        await guest.acquire()
+        try:
+            results = await guest.call(in_trio)
+        finally:
+            await guest.release()
+        assert sorted(map(str, results[:2])) == ["a", "b"]
+        # The call that swallowed its cancel returned its value to trio (no checkpoint came after it
+        # in the cancelled scope, so trio raised nothing), and the worker's next calls ran normally.
+        assert results[2:] == ["swallowed", False, 0, 1, 2]
+        assert seen == ["cancelled", "swallowed"]
+        await asyncio.sleep(0)
+        assert asyncio.all_tasks() == {asyncio.current_task()}  # the loop workers ended with the run
 
     asyncio.run(main())
 

@@ -72,8 +72,14 @@ def fill(cluster: Cluster, topic: str, count: int, size: int, how: str) -> float
         args = ["-t", topic, "-w", "64", "-q", str(count), "-s", str(size), "-ri", "10000"]
         out = run_java_bench("producer", args, namesrv=cluster.namesrv_addr, timeout=count / 500 + 60)
         out.check()
-        if "Send Failed: 0" not in out.output.splitlines()[-1]:
-            raise SystemExit(f"the Java producer failed sends:\n{out.output[-2000:]}")
+        found = re.search(r"Send Failed: (\d+)", out.output.splitlines()[-1])
+        if found is None:
+            raise SystemExit(f"the Java producer printed no total:\n{out.output[-2000:]}")
+        failed = int(found.group(1))
+        if failed:  # a cold broker times a few sends out: ours store that many more (a timed-out
+            # send may be stored too; a drain counts `count` messages, extra ones are not waited for)
+            print(f"(the Java filler failed {failed} sends; stored {failed} more with ours)")
+            trio.run(fill_python, cluster.namesrv_addr, topic, failed, size)
     else:
         trio.run(fill_python, cluster.namesrv_addr, topic, count, size)
     return time.perf_counter() - started

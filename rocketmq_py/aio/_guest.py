@@ -30,11 +30,12 @@ import asyncio
 import contextvars
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Generator
+from typing import Any, TypeVar, cast
 
 import outcome
 import trio
+from sniffio import thread_local as sniffio_thread_local
 
 from rocketmq_py.errors import StateError
 
@@ -48,6 +49,15 @@ _MAX_WORKERS = 1024
 _MAX_IDLE_WORKERS = 256
 #: Loop iterations the spinner keeps trio awake with no listener task finishing, before it parks.
 _SPIN_TICKS = 8
+
+# asyncio's own way of making a task current while it runs a step (private, but what its eager task
+# start does); without them every call starts in its worker's next step.
+_enter_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = getattr(
+    asyncio.tasks, "_enter_task", None
+)
+_leave_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] = getattr(
+    asyncio.tasks, "_leave_task", lambda loop, task: None
+)
 
 _GUESTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TrioGuest] = weakref.WeakKeyDictionary()
 
@@ -89,7 +99,7 @@ class TrioGuest:
         self._finished_on_loop = 0  # how many of those have finished, ever
         self._spinner: trio.lowlevel.Task | None = None  # parked spinner
         self._loop_calls: deque[_LoopCall] = deque()  # run_on_loop calls no loop worker took yet
-        self._loop_idle: list[asyncio.Future[None]] = []  # parked loop workers' wake-ups
+        self._loop_idle: list[_Parked] = []  # parked loop workers
         self._loop_workers = 0
         self._loop_waking = False  # a loop worker was woken (or made) and has not run yet
         self.spin_ticks = 0  # loop iterations spent spinning (for tests and benchmarks)
@@ -165,8 +175,8 @@ class TrioGuest:
     def _finished(self, result: outcome.Outcome[None]) -> None:
         ready, done = self._ready, self._done
         idle, self._loop_idle = self._loop_idle, []
-        for wake in idle:  # parked loop workers end
-            wake.cancel()
+        for parked in idle:  # parked loop workers end
+            parked.wake.cancel()
         self._loop_waking = False
         self._nursery = self._stop = self._ready = self._done = None
         if self._users == 0 and _GUESTS.get(self.loop) is self:
@@ -265,20 +275,44 @@ class TrioGuest:
     async def run_on_loop(self, coro_fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
         """(In trio) await ``coro_fn(*args)`` in an asyncio task on the loop and wait for its result.
 
-        The coroutine runs in one of the guest's *loop workers*: long-lived asyncio tasks that take
-        queued calls one after another (a call that finishes at once costs no task of its own and
-        no loop iteration more), each awaiting its call, so calls that wait on I/O overlap. As in
-        a thread pool, ``asyncio.current_task()`` and its context variables are the worker's.
-        A trio cancel cancels the call (the worker goes on with the next one) and waits for it
-        to end, then raises trio's Cancelled.
+        The coroutine runs in one of the guest's *loop workers*: long-lived asyncio tasks, each
+        awaiting one call at a time, so calls that wait on I/O overlap. As in a thread pool,
+        ``asyncio.current_task()`` and the context variables are the worker's. When a worker is
+        idle, the call starts at once in this trio step as that worker's (asyncio's eager task
+        start: the worker is the current asyncio task, its context is the context): a call that
+        finishes without waiting returns here with no loop crossing; one that waits goes on in
+        the worker. A trio cancel cancels the call (the worker goes on with the next one) and
+        waits for it to end, then raises trio's Cancelled.
         """
-        call = _LoopCall(coro_fn, args, trio.lowlevel.current_task())
-        self._loop_calls.append(call)
+        # (Trio steps run in loop callbacks, never inside an asyncio task: _enter_task may be used.)
+        if self._loop_idle and _enter_task is not None:
+            parked = self._loop_idle.pop()
+            coro = coro_fn(*args)
+            library, sniffio_thread_local.name = sniffio_thread_local.name, None  # asyncio's step
+            _enter_task(self.loop, parked.task)
+            try:
+                yielded = parked.context.run(coro.send, None)
+            except StopIteration as stop:
+                self._loop_idle.append(parked)  # still parked on its wake-up
+                return cast(T, stop.value)
+            except BaseException:
+                self._loop_idle.append(parked)
+                raise
+            finally:
+                _leave_task(self.loop, parked.task)
+                sniffio_thread_local.name = library
+            call = _LoopCall(coro_fn, args, trio.lowlevel.current_task())
+            call.resume = (coro, yielded)
+            call.worker = parked.task
+            parked.wake.set_result(call)  # the worker goes on with it
+        else:
+            call = _LoopCall(coro_fn, args, trio.lowlevel.current_task())
+            self._loop_calls.append(call)
+            self._wake_loop_worker()
         self._on_loop += 1
         if self._spinner is not None:
             spinner, self._spinner = self._spinner, None
             trio.lowlevel.reschedule(spinner)
-        self._wake_loop_worker()
 
         def abort(raise_cancel: Callable[[], Any]) -> trio.lowlevel.Abort:
             call.raise_cancel = raise_cancel
@@ -298,14 +332,15 @@ class TrioGuest:
             return
         if self._loop_idle:
             self._loop_waking = True
-            self._loop_idle.pop().set_result(None)
+            self._loop_idle.pop().wake.set_result(None)
         elif self._loop_workers < _MAX_WORKERS:
             self._loop_waking = True
             self._loop_workers += 1
-            self.loop.create_task(self._loop_worker(), context=contextvars.Context())
+            context = contextvars.Context()
+            self.loop.create_task(self._loop_worker(context), context=context)
 
-    async def _loop_worker(self) -> None:
-        """(In asyncio) runs queued :meth:`run_on_loop` calls; parks when there are none."""
+    async def _loop_worker(self, context: contextvars.Context) -> None:
+        """(In asyncio) runs :meth:`run_on_loop` calls, queued or handed over; parks when there are none."""
         me = asyncio.current_task()
         assert me is not None
         calls = self._loop_calls
@@ -321,12 +356,20 @@ class TrioGuest:
                     await self._run_loop_call(me, call)
                 if self._nursery is None or len(self._loop_idle) >= _MAX_IDLE_WORKERS:
                     return
-                wake: asyncio.Future[None] = self.loop.create_future()
-                self._loop_idle.append(wake)
+                parked = _Parked(me, context, self.loop.create_future())
+                self._loop_idle.append(parked)
                 try:
-                    await wake
-                except asyncio.CancelledError:
-                    return  # the trio run ended
+                    handed = await parked.wake
+                except asyncio.CancelledError as exc:
+                    if not parked.wake.done() or parked.wake.cancelled():
+                        return  # the trio run ended
+                    handed = parked.wake.result()  # handed over, and cancelled before this step
+                    if handed is not None and handed.raise_cancel is None:  # the loop is closing
+                        self._finish_loop_call(handed, outcome.Error(exc))
+                        raise
+                    me.uncancel()
+                if handed is not None:
+                    await self._run_loop_call(me, handed)
         finally:
             self._loop_workers -= 1
 
@@ -334,7 +377,11 @@ class TrioGuest:
         call.worker = me
         result: outcome.Outcome[Any]
         try:
-            result = outcome.Value(await call.coro_fn(*call.args))
+            if call.resume is None:
+                value = await call.coro_fn(*call.args)
+            else:
+                value = await _Resume(*call.resume, cancelled=call.raise_cancel is not None)
+            result = outcome.Value(value)
         except asyncio.CancelledError as exc:
             if call.raise_cancel is None:  # the worker itself is cancelled: the loop is closing
                 result = outcome.Error(exc)
@@ -346,7 +393,7 @@ class TrioGuest:
             if not isinstance(exc, Exception):
                 self._finish_loop_call(call, result)
                 raise
-        if call.raise_cancel is not None:
+        if call.raise_cancel is not None and me.cancelling():
             me.uncancel()  # the cancel was for this call only (delivered, or swallowed by it)
         self._finish_loop_call(call, result)
 
@@ -377,10 +424,61 @@ class TrioGuest:
         return trio.lowlevel.Abort.SUCCEEDED
 
 
+class _Parked:
+    """An idle loop worker: its task and context, and the future it waits on for work."""
+
+    __slots__ = ("context", "task", "wake")
+
+    def __init__(
+        self, task: asyncio.Task[Any], context: contextvars.Context, wake: asyncio.Future[_LoopCall | None]
+    ) -> None:
+        self.task = task
+        self.context = context
+        self.wake = wake
+
+
+class _Resume:
+    """Awaited by a loop worker: a coroutine whose first step ran eagerly, from where it stopped.
+
+    Forwards what the coroutine yields to the worker's task and what the task sends or throws
+    back, as ``await`` would have. ``cancelled``: its call was cancelled before the worker got it.
+    """
+
+    __slots__ = ("cancelled", "coro", "yielded")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], yielded: Any, *, cancelled: bool) -> None:
+        self.coro = coro
+        self.yielded = yielded
+        self.cancelled = cancelled
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, pending = self.coro, self.yielded
+        error: BaseException | None = None
+        if self.cancelled:
+            if pending is not None and hasattr(pending, "cancel"):
+                pending.cancel()  # what Task.cancel() does to the future a task waits on
+            else:
+                error = asyncio.CancelledError()
+        while True:
+            if error is None:
+                try:
+                    sent = yield pending
+                except BaseException as exc:  # a cancel or a throw into the worker: the coroutine's
+                    error = exc
+            try:
+                if error is not None:
+                    thrown, error = error, None
+                    pending = coro.throw(thrown)
+                else:
+                    pending = coro.send(sent)
+            except StopIteration as stop:
+                return stop.value
+
+
 class _LoopCall:
     """One trio task's :meth:`TrioGuest.run_on_loop` call, queued or running in a loop worker."""
 
-    __slots__ = ("args", "coro_fn", "raise_cancel", "skip", "trio_task", "worker")
+    __slots__ = ("args", "coro_fn", "raise_cancel", "resume", "skip", "trio_task", "worker")
 
     def __init__(
         self,
@@ -394,6 +492,8 @@ class _LoopCall:
         self.worker: asyncio.Task[Any] | None = None
         self.raise_cancel: Callable[[], Any] | None = None
         self.skip = False
+        #: A coroutine started eagerly, and what its first step yielded.
+        self.resume: tuple[Coroutine[Any, Any, Any], Any] | None = None
 
 
 class _Call:

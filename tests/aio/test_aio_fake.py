@@ -178,30 +178,105 @@ def test_a_trio_cancel_cancels_the_asyncio_coroutine_and_waits_for_it() -> None:
     asyncio.run(main())
 
 
-def test_finished_listeners_are_picked_up_without_trio_waiting_in_its_thread() -> None:
-    """While listener tasks run, trio stays runnable: a listener done at once costs no I/O-thread trip."""
+def test_a_listener_that_does_not_wait_runs_eagerly_as_an_asyncio_task() -> None:
+    """Calls start in this trio step as an idle loop worker's (asyncio's eager start): one that does
+    not wait returns with no loop crossing, and sees what any asyncio code sees: its task, asyncio
+    for sniffio, a working ``asyncio.timeout``."""
 
     async def main() -> None:
         guest = guest_for_running_loop()
+        tasks: set[asyncio.Task[Any] | None] = set()
+        libraries: set[str] = set()
 
         async def listener(n: int) -> int:
+            tasks.add(asyncio.current_task())
+            libraries.add(sniffio.current_async_library())
+            async with asyncio.timeout(5):  # needs a current task (RuntimeError otherwise)
+                await asyncio.sleep(0) if n < 0 else None
             return n
 
-        async def in_trio() -> int:
-            total = 0
-            for n in range(200):
+        async def in_trio() -> tuple[int, int]:
+            total = await guest.run_on_loop(listener, 0)  # no idle worker yet: made and woken
+            ticks = guest.spin_ticks
+            for n in range(1, 200):
                 total += await guest.run_on_loop(listener, n)
-            return total
+            return total, guest.spin_ticks - ticks
 
         await guest.acquire()
         try:
-            before = guest.spin_ticks
-            assert await guest.call(in_trio) == sum(range(200))
-            ticks = guest.spin_ticks - before
+            total, ticks = await guest.call(in_trio)
         finally:
             await guest.release()
-        # The calls were picked up by the spinning trio run, each within a few loop iterations.
-        assert 0 < ticks <= 200 * _SPIN_TICKS
+        assert total == sum(range(200))
+        assert ticks == 0  # the 199 calls after the first never left the trio step
+        assert len(tasks) == 1  # the one loop worker, current for each call
+        assert None not in tasks
+        assert libraries == {"asyncio"}
+
+    asyncio.run(main())
+
+
+def test_an_eager_call_that_waits_goes_on_in_its_worker_and_can_be_cancelled() -> None:
+    """A call whose first step waits is finished by the worker it started as (timeouts included);
+    one cancelled before the worker resumed it sees the cancel at the point it waited."""
+
+    async def main() -> None:
+        guest = guest_for_running_loop()
+        seen: list[str] = []
+        gate = asyncio.Event()
+
+        async def warm() -> None:
+            return None
+
+        async def waits(name: str) -> str:
+            me = asyncio.current_task()
+            async with asyncio.timeout(5):
+                await gate.wait()
+            assert asyncio.current_task() is me
+            seen.append(name)
+            return name
+
+        async def times_out() -> str:
+            try:
+                async with asyncio.timeout(0.01):
+                    await asyncio.sleep(3600)
+            except TimeoutError:
+                return "timed out"
+            return "not timed out"
+
+        async def cancelled_at_once() -> None:
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                seen.append("cancelled where it waited")
+                raise
+
+        async def in_trio() -> list[object]:
+            await guest.run_on_loop(warm)  # a loop worker exists and is idle from now on
+            results: list[object] = []
+            async with trio.open_nursery() as nursery:
+
+                async def one() -> None:
+                    results.append(await guest.run_on_loop(waits, "gated"))
+
+                nursery.start_soon(one)
+                await trio.sleep(0.01)
+                gate.set()
+            results.append(await guest.run_on_loop(times_out))
+            with trio.CancelScope() as scope:
+                scope.cancel()  # cancelled already: the call is cancelled right after its first step
+                await guest.run_on_loop(cancelled_at_once)
+            results.append(scope.cancelled_caught)
+            results.append(await guest.run_on_loop(waits, "after"))  # the worker goes on
+            return results
+
+        await guest.acquire()
+        try:
+            results = await guest.call(in_trio)
+        finally:
+            await guest.release()
+        assert results == ["gated", "timed out", True, "after"]
+        assert seen == ["gated", "cancelled where it waited", "after"]
 
     asyncio.run(main())
 

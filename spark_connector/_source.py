@@ -81,12 +81,20 @@ class RocketMQDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name: ``spark.read.format("rocketmq")``."""
         return FORMAT
 
     def schema(self) -> StructType:
+        """The full row schema (every column; ``.schema(...)`` on the reader picks some)."""
         return SPARK_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """A batch read of the options' topics and offset range, in the columns of ``schema``.
+
+        Raises:
+            SparkOptionError: a missing or invalid option (named in the message).
+            SparkSchemaError: a column that is not in the full schema, or of another type.
+        """
         options, projection = parse_read_options(self.options, streaming=False), parse_read_schema(schema)
         if _planned_without_pushdown():
             log.warning(
@@ -99,16 +107,23 @@ class RocketMQDataSource(DataSource):
         return RocketMQPushdownReader(options, projection)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A micro-batch stream of the options' topics, in the columns of ``schema``."""
         return RocketMQStreamReader(
             parse_read_options(self.options, streaming=True), parse_read_schema(schema)
         )
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """A batch write of rows of ``schema`` as messages.
+
+        Raises:
+            ClientError: ``overwrite`` (a topic is only appended to).
+        """
         from spark_connector._sink import RocketMQWriter
 
         return RocketMQWriter(self.options, schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """A streaming write of rows of ``schema`` as messages, micro-batch by micro-batch."""
         from spark_connector._sink import RocketMQStreamWriter
 
         return RocketMQStreamWriter(self.options, schema, overwrite)

@@ -20,8 +20,9 @@ broker has delivered a message again:
 After the last phase production stops and the consumer drains (at most ``--drain`` s). Per phase
 (a send belongs to the phase in which it started) it prints: acked and failed sends, failures among
 the sends started while the fault was on, lost (acked, never consumed), duplicates (deliveries of a
-sequence number beyond its first: a send abandoned and retried that the broker stored anyway, or a
-redelivery), the sends in flight when the fault began and at most while it lasted, and the seconds from lifting the fault until
+sequence number beyond its first), split into *again* (one send stored more than once: an attempt
+abandoned and retried that the broker stored anyway; at most one per retry, shown beside) and
+*redeliv* (the same stored message delivered again), the sends in flight when the fault began and at most while it lasted, and the seconds from lifting the fault until
 the first / every queue of the hit broker delivered again (for ``namesrv``: every queue).
 
     python benchmarks/chaos.py [--rate 200] [--in-flight 64] [--phases kill,pause,namesrv,unreachable]
@@ -117,6 +118,13 @@ class PhaseFigures:
     failed_during_fault: int = 0
     lost: int = 0
     duplicates: int = 0
+    #: Of the duplicates: the same stored message delivered again (same broker, queue and offset).
+    redelivered: int = 0
+    #: Of the duplicates: one send stored more than once (an abandoned attempt the broker stored).
+    stored_again: int = 0
+    #: Send attempts retried (each after an abandoned or refused one) from this phase's start to
+    #: the next one's: every extra stored copy of a send needs one.
+    retries: int = 0
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     notes: list[str] = field(default_factory=list)
 
@@ -184,6 +192,11 @@ class _Run:
         self.acked: set[int] = set()
         self.failed: list[tuple[int, str]] = []
         self.deliveries: collections.Counter[int] = collections.Counter()
+        #: Where each delivery of a sequence number came from: (broker address, queue, offset).
+        self.delivered_from: dict[int, list[tuple[str, int, int]]] = collections.defaultdict(list)
+        #: The producer's retry count at each phase's start; ``retries()`` reads it.
+        self.retries_at_start: list[int] = []
+        self.retries: Callable[[], int] = lambda: 0
         self.in_flight = 0
         self.phase_index = 0
         self.watch: _Watch | None = None
@@ -229,6 +242,7 @@ class _Run:
         for message in messages:
             seq = int(message.body[:12])
             self.deliveries[seq] += 1
+            self.delivered_from[seq].append((message.store_host, message.queue_id, message.queue_offset))
             if self.watch is not None:
                 self.watch.delivered(
                     (self.hosts.get(message.store_host, message.store_host), message.queue_id), now
@@ -294,6 +308,7 @@ class _Run:
         self.phases.append(phase)
         self.phase_index = len(self.phases) - 1
         phase.start = trio.current_time()
+        self.retries_at_start.append(self.retries())
         kind, _, duration = name.partition("=")  # "pause=1.5": a 1.5-s pause
         broker, inject, seconds, lift = self.fault_steps(kind, phase)
         seconds = float(duration) if duration else seconds
@@ -345,6 +360,7 @@ class _Run:
         async with Producer(
             f"chaos-pg-{uuid.uuid4().hex[:8]}", namesrv=self.cluster.namesrv_addr, **producer_options
         ) as producer:
+            self.retries = lambda: producer.statistics().retries
             async with consumer:
                 with trio.fail_after(60):
                     await poll(lambda: self.owned(consumer) == o.queues * len(self.cluster.brokers))
@@ -359,6 +375,9 @@ class _Run:
                     await poll(lambda: self.acked.issubset(self.deliveries.keys()))
                 await trio.sleep(2.0)  # late redeliveries
             stats = producer.statistics()
+            ends = [*self.retries_at_start[1:], stats.retries]
+            for phase, began, ended in zip(self.phases, self.retries_at_start, ends, strict=True):
+                phase.retries = ended - began
         return self.report(str(stats))
 
     def report(self, producer_stats: str) -> ChaosReport:
@@ -376,6 +395,10 @@ class _Run:
                 phase.failed += 1
                 phase.failed_during_fault += during
             phase.duplicates += max(0, self.deliveries[seq] - 1)
+            if self.deliveries[seq] > 1:
+                where = self.delivered_from[seq]
+                phase.stored_again += len(set(where)) - 1
+                phase.redelivered += len(where) - len(set(where))
         return ChaosReport(
             phases=self.phases,
             acked=len(self.acked),
@@ -406,13 +429,14 @@ def print_report(report: ChaosReport) -> None:
     print()
     header = (
         f"{'phase':<12}{'broker':<10}{'acked':>7}{'failed':>8}{'fault fail/sent':>17}{'lost':>6}"
-        f"{'dups':>6}{'in flight at/peak':>18}{'resumed first/all s':>21}"
+        f"{'dups':>6}{'again/redeliv':>14}{'retries':>8}{'in flight at/peak':>18}{'resumed first/all s':>21}"
     )
     print(header)
     for p in report.phases:
         print(
             f"{p.name:<12}{p.broker or '-':<10}{p.acked:>7}{p.failed:>8}"
             f"{f'{p.failed_during_fault}/{p.sent_during_fault}':>17}{p.lost:>6}{p.duplicates:>6}"
+            f"{f'{p.stored_again}/{p.redelivered}':>14}{p.retries:>8}"
             f"{f'{p.in_flight_at_fault}/{p.in_flight_peak}':>18}"
             f"{f'{_seconds(p.resumed_first)} / {_seconds(p.resumed_all)}':>21}"
         )

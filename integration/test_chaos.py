@@ -5,10 +5,11 @@ push consumer, through a broker kill -9 + restart, a 10-s SIGSTOP of the other b
 NameServer down 8 s, and a broker unreachable (its ports black-holed, registration kept) for 25 s,
 past the consumer's idle-pull limit (``pull_max_idle_time=15``; Java's and our default is 120 s).
 Every phase must lose nothing the broker acknowledged, deliver again from every queue of the hit
-broker within 30 s of the fault ending, and duplicate no more messages than were in flight while the
-fault lasted (each in-flight send can leave one copy: an attempt abandoned on the hit broker that it
-stored anyway; a consumer that dropped its queues at the idle limit would deliver the uncommitted
-rest again); while a broker is paused or unreachable, at most 1% of the sends fail (issue 11).
+broker within 30 s of the fault ending, and store no send more times than it was attempted (an
+attempt abandoned on the hit broker may be stored when it answers again: at most one extra copy
+per retry) and deliver no stored message again more often than sends were in flight (a consumer
+that dropped its queues at the idle limit would deliver the uncommitted rest again); while a
+broker is paused or unreachable, at most 1% of the sends fail (issue 11).
 """
 
 from __future__ import annotations
@@ -70,7 +71,11 @@ async def test_faults_lose_nothing_and_traffic_resumes(own_cluster: LocalCluster
         assert phase.lost == 0, phase
         assert phase.resumed_all is not None, phase
         assert phase.resumed_all < RESUMPTION_LIMIT, phase
-        assert phase.duplicates <= phase.in_flight_peak, phase
+        # An extra stored copy of a send is an attempt abandoned on a silent broker that stored it
+        # when it answered again: one per retry at most (a pause longer than the fault table's
+        # isolation can abandon two waves of in-flight sends, as Java's producer does).
+        assert phase.stored_again <= phase.retries, phase
+        assert phase.redelivered <= phase.in_flight_peak, phase  # the same message delivered again
     for silent in (p for p in report.phases if p.name in ("pause", "unreachable")):
         assert silent.sent_during_fault > 0
         assert silent.failed_during_fault <= PAUSE_FAILURE_RATIO * silent.sent_during_fault, silent

@@ -8,7 +8,6 @@ checks the rows against what the producer was told and what raw PULL_MESSAGE req
 from __future__ import annotations
 
 import re
-import threading
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -338,90 +337,37 @@ class Lossy:
     current_min: Callable[[], int]
 
 
-class _LossyCluster:
-    """The lossy cluster, started, filled and told to expire its files in a thread of its own.
-
-    The broker's first clean-up pass comes 60 s after it starts (a fixed delay in the broker), so the
-    cluster is started when the module's first test starts: that minute passes while the module's other
-    reads run, not in the setup of the first data-loss test.
-    """
-
-    def __init__(self, version: str) -> None:
-        self.version = version
-        self.cluster: Cluster | None = None
-        self.topic = f"spark-loss-{uuid.uuid4().hex[:8]}"
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._prepare, name="lossy-cluster", daemon=True)
-
-    def _prepare(self) -> None:
-        try:
-            self.cluster = own = LocalCluster(1, version=self.version, broker_config=_LOSSY_BROKER).start()
-            own.create_topic(self.topic, 1)
-
-            async def produce() -> None:
-                async with Producer("spark-loss-it", namesrv=own.namesrv_addr) as producer:
-                    for _ in range(300):
-                        await producer.send(Message(self.topic, b"x" * 1000))
-
-            trio.run(produce)
-            own.mqadmin("deleteExpiredCommitLog", "-c", "DefaultCluster")
-        except BaseException as exc:  # the fixture that waits for the thread raises it
-            self.error = exc
-
-    def ready(self) -> Cluster:
-        """The started, filled cluster (waits for the thread; raises what it raised)."""
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        assert self.cluster is not None
-        return self.cluster
-
-    def stop(self) -> None:
-        self.thread.join()
-        if self.cluster is not None:
-            self.cluster.stop()
-
-
-@pytest.fixture(scope="module", autouse=True)
-def lossy_cluster(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[_LossyCluster | None]:
-    """Starts the lossy cluster with the module, if a selected test of the module needs it."""
-    if not any(
-        "lossy" in getattr(item, "fixturenames", ()) and getattr(item, "module", None) is request.module
-        for item in request.session.items
-    ):
-        yield None
-        return
-    lossy = _LossyCluster(cluster.version)
-    lossy.thread.start()
-    try:
-        yield lossy
-    finally:
-        lossy.stop()
-
-
 @pytest.fixture(scope="module")
-def lossy(lossy_cluster: _LossyCluster | None) -> Lossy:
-    assert lossy_cluster is not None
-    own = lossy_cluster.ready()
-    topic = lossy_cluster.topic
-    options = parse_read_options({"namesrv": own.namesrv_addr, "topic": topic}, streaming=False)
+def lossy(cluster: Cluster) -> Iterator[Lossy]:
+    with LocalCluster(1, version=cluster.version, broker_config=_LOSSY_BROKER).start() as own:
+        topic = f"spark-loss-{uuid.uuid4().hex[:8]}"
+        own.create_topic(topic, 1)
 
-    async def bounds(api: Any) -> Any:
-        return (await queue_states(api, options, [topic]))[0]
+        async def produce() -> None:
+            async with Producer("spark-loss-it", namesrv=own.namesrv_addr) as producer:
+                for _ in range(300):
+                    await producer.send(Message(topic, b"x" * 1000))
 
-    deadline = time.monotonic() + 180
-    state = run_with_api(options, bounds)
-    while state.min_offset == 0 and time.monotonic() < deadline:
-        time.sleep(2)
+        trio.run(produce)
+        own.mqadmin("deleteExpiredCommitLog", "-c", "DefaultCluster")
+        options = parse_read_options({"namesrv": own.namesrv_addr, "topic": topic}, streaming=False)
+
+        async def bounds(api: Any) -> Any:
+            return (await queue_states(api, options, [topic]))[0]
+
+        deadline = time.monotonic() + 180
         state = run_with_api(options, bounds)
-    assert state.min_offset > 0, "the broker did not delete its expired commit-log files"
-    return Lossy(
-        own.namesrv_addr,
-        topic,
-        state.min_offset,
-        state.max_offset,
-        lambda: int(run_with_api(options, bounds).min_offset),
-    )
+        while state.min_offset == 0 and time.monotonic() < deadline:
+            time.sleep(2)
+            state = run_with_api(options, bounds)
+        assert state.min_offset > 0, "the broker did not delete its expired commit-log files"
+        yield Lossy(
+            own.namesrv_addr,
+            topic,
+            state.min_offset,
+            state.max_offset,
+            lambda: int(run_with_api(options, bounds).min_offset),
+        )
 
 
 def test_fail_on_data_loss(spark: SparkSession, fmt: str, lossy: Lossy) -> None:

@@ -223,16 +223,11 @@ class Cluster(abc.ABC):
             kv = {"namespace": ORDER_TOPIC_CONFIG, "key": topic, "value": conf}
             requests.append((self.namesrv_addr, RequestCode.PUT_KV_CONFIG, kv))
         for address, code, fields in requests:
-            answer, remark = _call_with_remark(
-                address,
-                code,
-                fields,
-                timeout=10.0,
-                ssl_context=self.ssl_context,
-                credentials=self.credentials,
-            )
-            if answer != 0:
-                raise ClusterError(f"creating topic {topic!r}: {address} answered code {answer}: {remark}")
+            reply = _request(address, code, fields, 10.0, b"", self.ssl_context, self.credentials)
+            if reply.code != 0:
+                raise ClusterError(
+                    f"creating topic {topic!r}: {address} answered code {reply.code}: {reply.remark or ''}"
+                )
         self.wait_for_route(topic, queues * len(masters))
 
     def wait_for_route(self, topic: str, queues: int, timeout: float = 30.0) -> None:
@@ -300,20 +295,6 @@ def _call(
     """
     reply = _request(address, code, ext_fields, timeout, body, ssl_context, credentials)
     return reply.code, bytes(reply.body)
-
-
-def _call_with_remark(
-    address: str,
-    code: int,
-    ext_fields: dict[str, str] | None = None,
-    timeout: float = 3.0,
-    *,
-    ssl_context: ssl.SSLContext | None = None,
-    credentials: Credentials | None = None,
-) -> tuple[int, str]:
-    """:func:`_call`, answering the reply's code and remark."""
-    reply = _request(address, code, ext_fields, timeout, b"", ssl_context, credentials)
-    return reply.code, reply.remark or ""
 
 
 def _request(

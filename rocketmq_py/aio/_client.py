@@ -137,30 +137,34 @@ class AioClient(Generic[C]):
 
     # --- forwarding -----------------------------------------------------------------------------
 
-    async def _call(self, afn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """``await afn(*args, **kwargs)`` in the trio run; errors cross unchanged."""
+    def _call(self, afn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> Awaitable[T]:
+        """``await afn(*args, **kwargs)`` in the trio run; errors cross unchanged.
+
+        A plain function returning the guest's awaitable (one coroutine frame less per send to
+        suspend and resume through).
+        """
         guest = self._guest
         if guest is None:
             raise StateError(f"this {type(self).__name__} is not open (use `async with`)")
         if self._crash is not None:
             raise StateError(f"this {type(self).__name__} failed: {self._crash!r}") from self._crash
-        return await guest.call(afn, *args, **kwargs)
+        return guest.call_keeping(None, afn, *args, **kwargs)
 
-    async def _call_keeping(
+    def _call_keeping(
         self,
         on_lost: Callable[[T], object],
         afn: Callable[P, Awaitable[T]],
         /,
         *args: P.args,
         **kwargs: P.kwargs,
-    ) -> T:
+    ) -> Awaitable[T]:
         """:meth:`_call`, giving a result its cancelled caller never got to ``on_lost``."""
         guest = self._guest
         if guest is None:
             raise StateError(f"this {type(self).__name__} is not open (use `async with`)")
         if self._crash is not None:
             raise StateError(f"this {type(self).__name__} failed: {self._crash!r}") from self._crash
-        return await guest.call_keeping(on_lost, afn, *args, **kwargs)
+        return guest.call_keeping(on_lost, afn, *args, **kwargs)
 
     def _on_loop(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` as the trio client should call it: a coroutine function runs on the asyncio loop."""

@@ -21,7 +21,11 @@ CPU than a listener call itself. While listener tasks it waits for are running o
 *spinner* task keeps trio runnable for a few loop iterations (each polls trio's I/O without
 waiting), so that a listener finishing at once is picked up in the next iteration; after
 ``_SPIN_TICKS`` iterations with no listener finishing, the spinner parks and trio waits as usual
-(a listener awaiting slow I/O costs no busy loop).
+(a listener awaiting slow I/O costs no busy loop). The same goes the other way: once a call's
+result is set on its asyncio caller's future, the caller resumes in the next loop iteration and
+usually calls again (a send loop), so the spinner keeps trio runnable for ``_SPIN_AFTER_RESULT``
+iterations after the last result. Measured: asyncio sends went from about 0.78 to 0.82 of the trio
+API's rate (``benchmarks/producer.py --sides ours,aio``).
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ _MAX_WORKERS = 1024
 _MAX_IDLE_WORKERS = 256
 #: Loop iterations the spinner keeps trio awake with no listener task finishing, before it parks.
 _SPIN_TICKS = 8
+#: Loop iterations it keeps trio awake after a call's result went to its asyncio caller, when no
+#: listener runs: the caller resumes in the next iteration and often calls again at once.
+_SPIN_AFTER_RESULT = 2
 
 # asyncio's own way of making a task current while it runs a step (private, but what its eager task
 # start does); without them every call starts in its worker's next step.
@@ -98,6 +105,7 @@ class TrioGuest:
         self._workers = 0
         self._on_loop = 0  # listener tasks running on the loop that trio tasks wait for
         self._finished_on_loop = 0  # how many of those have finished, ever
+        self._results = 0  # how many call results (or errors) went to asyncio callers, ever
         self._spinner: trio.lowlevel.Task | None = None  # parked spinner
         self._loop_calls: deque[_LoopCall] = deque()  # run_on_loop calls no loop worker took yet
         self._loop_idle: list[_Parked] = []  # parked loop workers
@@ -197,13 +205,13 @@ class TrioGuest:
 
     # --- asyncio -> trio ------------------------------------------------------------------------
 
-    async def call(self, afn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+    def call(self, afn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> Awaitable[T]:
         """``await afn(*args, **kwargs)`` in a trio worker; the result or error comes back here.
 
         Raises:
             StateError: the trio run is not up (no client open on this loop).
         """
-        return await self.call_keeping(None, afn, *args, **kwargs)
+        return self.call_keeping(None, afn, *args, **kwargs)
 
     async def call_keeping(
         self,
@@ -260,6 +268,10 @@ class TrioGuest:
                         call.scope = scope
                         await _run_call(call)
                         call.scope = None
+                        self._results += 1
+                        if self._spinner is not None:  # keep trio awake for the caller's next call
+                            spinner, self._spinner = self._spinner, None
+                            trio.lowlevel.reschedule(spinner)
                         if scope.cancel_called:  # cancelled, but the call swallowed it
                             break
         finally:
@@ -405,20 +417,22 @@ class TrioGuest:
         trio.lowlevel.reschedule(call.trio_task, result)
 
     async def _spin(self) -> None:
-        """Keeps trio runnable while listener tasks run on the loop (see the module's docstring).
+        """Keeps trio runnable while the loop is about to hand it work (see the module's docstring).
 
-        Parked until :meth:`run_on_loop` starts a listener task; then checkpoints once per loop
-        iteration until none is running, or ``_SPIN_TICKS`` iterations passed with none finishing.
+        Parked until :meth:`run_on_loop` starts a listener task or a call's result goes to its
+        asyncio caller; then checkpoints once per loop iteration until ``_SPIN_TICKS`` iterations
+        (``_SPIN_AFTER_RESULT`` when no listener runs) passed with no listener finishing and no
+        result handed over.
         """
         while True:
             self._spinner = trio.lowlevel.current_task()
             await trio.lowlevel.wait_task_rescheduled(self._abort_spinner)
             quiet = 0
-            while self._on_loop and quiet < _SPIN_TICKS:
-                finished = self._finished_on_loop
+            while quiet < (_SPIN_TICKS if self._on_loop else _SPIN_AFTER_RESULT):
+                progress = self._finished_on_loop + self._results
                 await trio.lowlevel.cancel_shielded_checkpoint()
                 self.spin_ticks += 1
-                quiet = 0 if self._finished_on_loop != finished else quiet + 1
+                quiet = 0 if self._finished_on_loop + self._results != progress else quiet + 1
 
     def _abort_spinner(self, _: Any) -> trio.lowlevel.Abort:
         self._spinner = None
@@ -450,7 +464,8 @@ class _Call:
 async def _run_call(call: _Call) -> None:
     fut = call.fut
     try:
-        value = await call.afn(*call.args, **call.kwargs)
+        kwargs = call.kwargs
+        value = await (call.afn(*call.args, **kwargs) if kwargs else call.afn(*call.args))
     except trio.Cancelled:
         if not fut.done():
             fut.set_exception(StateError("the client was closed while this call ran"))

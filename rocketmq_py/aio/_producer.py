@@ -101,6 +101,8 @@ class Producer(AioClient[AsyncProducer]):
 
         Args, Returns, Raises: as :meth:`rocketmq_py.Producer.send`.
         """
+        if selector is None and arg is None and queue is None and timeout is None:  # no kwargs to pass on
+            return await self._call(self._client.send, message)
         return await self._call(
             self._client.send, message, selector=selector, arg=arg, queue=queue, timeout=timeout
         )

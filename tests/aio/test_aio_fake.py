@@ -17,7 +17,7 @@ import sniffio
 import trio
 
 from rocketmq_py.aio import LitePullConsumer, Message, MessageQueue, Producer, PushConsumer, SendStatus
-from rocketmq_py.aio._guest import _GUESTS, _SPIN_TICKS, guest_for_running_loop
+from rocketmq_py.aio._guest import _GUESTS, _SPIN_AFTER_RESULT, _SPIN_TICKS, guest_for_running_loop
 from rocketmq_py.errors import EmptyBody, MessageIllegal, RocketMQError, StateError
 from rocketmq_py.protocol import MessageExt, RemotingCommand, RequestCode
 from rocketmq_py.testing import FakeBroker
@@ -307,6 +307,55 @@ def test_a_listener_awaiting_slow_io_makes_no_busy_loop() -> None:
             assert guest.spin_ticks - before <= _SPIN_TICKS
             release.set()
             assert await call == "done"
+        finally:
+            await guest.release()
+
+    asyncio.run(main())
+
+
+class _IoWaits(trio.abc.Instrument):
+    """Counts trio's waits for I/O that may block (guest mode: a trip through its I/O thread)."""
+
+    def __init__(self) -> None:
+        self.blocking = 0
+
+    def before_io_wait(self, timeout: float) -> None:
+        if timeout > 0:
+            self.blocking += 1
+
+
+def test_back_to_back_calls_keep_trio_out_of_its_io_thread_then_it_parks() -> None:
+    """After a result goes to its asyncio caller, trio stays runnable for the caller's next call.
+
+    Without it, each round of calls costs a trip through guest mode's I/O thread (trio waits there
+    while the callers resume): 64 tasks x 100 calls cost about 100 blocking waits. Once the calls
+    stop, the spinner parks after ``_SPIN_AFTER_RESULT`` quiet iterations (no busy loop).
+    """
+
+    async def trivial(n: int) -> int:
+        await trio.lowlevel.checkpoint()
+        return n
+
+    async def main() -> None:
+        guest = guest_for_running_loop()
+        waits = _IoWaits()
+
+        async def caller() -> int:
+            return sum([await guest.call(trivial, n) for n in range(100)])
+
+        async def add_instrument() -> None:
+            trio.lowlevel.add_instrument(waits)
+
+        await guest.acquire()
+        try:
+            await guest.call(add_instrument)
+            totals = await asyncio.gather(*(caller() for _ in range(64)))
+            assert totals == [sum(range(100))] * 64
+            assert waits.blocking < 20
+            before = guest.spin_ticks
+            for _ in range(20 * _SPIN_AFTER_RESULT):  # loop iterations with no call at all
+                await asyncio.sleep(0)
+            assert guest.spin_ticks - before <= _SPIN_AFTER_RESULT
         finally:
             await guest.release()
 

@@ -24,7 +24,7 @@ waiting), so that a listener finishing at once is picked up in the next iteratio
 (a listener awaiting slow I/O costs no busy loop). The same goes the other way: once a call's
 result is set on its asyncio caller's future, the caller resumes in the next loop iteration and
 usually calls again (a send loop), so the spinner keeps trio runnable for ``_SPIN_AFTER_RESULT``
-iterations after the last result. Measured: asyncio sends went from about 0.78 to 0.82 of the trio
+iterations after the last result. Measured: asyncio sends went from about 0.78 to 0.85 of the trio
 API's rate (``benchmarks/producer.py --sides ours,aio``).
 """
 

@@ -28,7 +28,9 @@ Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
     │   │   ├── MessageTooLarge       a body above the producer's maximum message size
     │   │   ├── ReservedProperty      a property only the client or broker may set
     │   │   └── DeliveryTimeNotSupported  a delivery time for a broker older than 5.0 (none sent)
-    │   └── InvalidGroup              a producer/consumer group name that the broker rejects
+    │   ├── InvalidGroup              a producer/consumer group name that the broker rejects
+    │   ├── InvalidRecallHandle       a recall handle that is not one a send returned
+    │   └── RecallNotSupported        a recall for a broker older than 5.3.2 (none sent)
     ├── StateError                    the object is in the wrong state (closed, not started)
     ├── ClusterError                  the local test cluster (rocketmq_py.testing) failed
     └── RouteNotFound                 no route (or no writable queue) for a topic
@@ -63,6 +65,7 @@ __all__ = [
     "FrameTooLarge",
     "InvalidGroup",
     "InvalidMessage",
+    "InvalidRecallHandle",
     "InvalidTopic",
     "LocalProtocolError",
     "MalformedBody",
@@ -72,6 +75,7 @@ __all__ = [
     "MessageTooLarge",
     "NoPermission",
     "ProtocolError",
+    "RecallNotSupported",
     "RemoteProtocolError",
     "RequestTimeout",
     "ReservedProperty",
@@ -652,6 +656,37 @@ class InvalidGroup(ClientError):
         self.group = group
         self.reason = reason
         super().__init__(f"invalid group {group!r}: {reason}")
+
+
+class InvalidRecallHandle(ClientError):
+    """A recall handle that is not one a send returned (``SendResult.recall_handle``), or that
+    names another topic than the one given. Nothing was sent.
+
+    Attributes:
+        handle: the rejected handle.
+        reason: what is wrong with it.
+    """
+
+    def __init__(self, handle: str, reason: str) -> None:
+        self.handle = handle
+        self.reason = reason
+        super().__init__(f"invalid recall handle {handle!r}: {reason}")
+
+
+class RecallNotSupported(ClientError):
+    """A recall for a broker older than RocketMQ 5.3.2, which has no RECALL_MESSAGE. Nothing was sent.
+
+    Attributes:
+        broker_name: the broker holding the message.
+        broker_version: its release (``"5.3.1"``), or the version ordinal its replies carry.
+    """
+
+    def __init__(self, broker_name: str, broker_version: str) -> None:
+        self.broker_name = broker_name
+        self.broker_version = broker_version
+        super().__init__(
+            f"broker {broker_name} runs RocketMQ {broker_version}, which cannot recall messages (5.3.2 or later can)"
+        )
 
 
 class StateError(RocketMQError):

@@ -88,6 +88,7 @@ class SendReply(NamedTuple):
     queue_offset: int
     transaction_id: str | None
     region_id: str | None
+    recall_handle: str | None
 
 
 def send_header_fields(header: SendMessageRequestHeader) -> dict[str, str]:
@@ -110,6 +111,7 @@ def send_reply(reply: RemotingCommand) -> SendReply:
             int(ext["queueOffset"]),
             ext.get("transactionId"),
             ext.get("MSG_REGION"),
+            ext.get("recallHandle"),
         )
     except (KeyError, ValueError) as exc:
         raise MalformedHeader(f"send reply header is missing or garbles {exc}: {dict(ext)}") from None

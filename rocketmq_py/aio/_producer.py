@@ -120,3 +120,13 @@ class Producer(AioClient[AsyncProducer]):
     ) -> SendResult:
         """Send messages of one topic as one batch (as :meth:`rocketmq_py.Producer.send_batch`)."""
         return await self._call(self._client.send_batch, messages, queue=queue, timeout=timeout)
+
+    async def recall(
+        self,
+        topic: str,
+        recall_handle: str,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> str:
+        """Take back a message with a delivery time before it is delivered (as :meth:`rocketmq_py.Producer.recall`)."""
+        return await self._call(self._client.recall, topic, recall_handle, timeout=timeout)

@@ -341,6 +341,7 @@ class SendPath:
             reply.queue_offset,
             reply.transaction_id,
             reply.region_id,
+            reply.recall_handle,
         )
 
     def _batch_uniq_keys(self, messages: Sequence[Message]) -> list[str]:

@@ -58,6 +58,8 @@ class SendResult:
         queue_offset: its offset in that queue (the first message's, for a batch).
         transaction_id: the transaction id of a half message, else ``None``.
         region_id: the broker's region (``MSG_REGION``), if it reported one.
+        recall_handle: for a message with a delivery time stored by a 5.3.2+ broker, the handle
+            :meth:`rocketmq_py.Producer.recall` takes to cancel it before that time; else ``None``.
     """
 
     status: SendStatus
@@ -67,6 +69,7 @@ class SendResult:
     queue_offset: int
     transaction_id: str | None = None
     region_id: str | None = None
+    recall_handle: str | None = None
 
 
 class LocalTransactionState(enum.IntEnum):

@@ -145,6 +145,11 @@ from rocketmq_py.protocol._properties import (
     encode_properties_bytes,
 )
 from rocketmq_py.protocol._pull_request import PullFrames, PullSysFlag, pull_request_header, pull_sys_flag
+from rocketmq_py.protocol._recall import (
+    RecallHandle,
+    RecallMessageRequestHeader,
+    RecallMessageResponseHeader,
+)
 from rocketmq_py.protocol._running_info import (
     PROP_ALLOCATE_STRATEGY,
     PROP_CLIENT_VERSION,
@@ -252,6 +257,9 @@ __all__ = [
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
     "QueueData",
+    "RecallHandle",
+    "RecallMessageRequestHeader",
+    "RecallMessageResponseHeader",
     "RemoteProtocolError",
     "RemotingCommand",
     "RequestCode",

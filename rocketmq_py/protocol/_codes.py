@@ -112,6 +112,7 @@ class RequestCode(IntEnum):
     SEND_REPLY_MESSAGE_V2 = 325
     PUSH_REPLY_MESSAGE_TO_CLIENT = 326  # broker->client, needs a reply
     LITE_PULL_MESSAGE = 361
+    RECALL_MESSAGE = 370  # 5.3.2+
     QUERY_ASSIGNMENT = 400
     # 5.x pop mode; above int16, so these only fit a JSON header.
     POP_MESSAGE = 200050

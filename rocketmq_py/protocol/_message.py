@@ -141,6 +141,32 @@ class Message:
         self._put(PropertyKey.TIMER_DELIVER_MS, None if value is None else str(value))
 
     @property
+    def delay_time_sec(self) -> int:
+        """Property ``TIMER_DELAY_SEC``: deliver this many seconds after the broker stores it (5.x); 0 when absent.
+
+        Java ``Message.setDelayTimeSec``. The broker turns it into a delivery time on arrival (its
+        ``timerMaxDelaySec``, 3 days by default, is the limit; the timer's precision is 1 s by
+        default). As :attr:`deliver_time_ms`, it needs a 5.0+ broker.
+        """
+        return _int_property(self.properties.get(PropertyKey.TIMER_DELAY_SEC))
+
+    @delay_time_sec.setter
+    def delay_time_sec(self, value: int | None) -> None:
+        self._put(PropertyKey.TIMER_DELAY_SEC, str(value) if value else None)  # 0 or None: no delay
+
+    @property
+    def delay_time_ms(self) -> int:
+        """Property ``TIMER_DELAY_MS``: as :attr:`delay_time_sec`, in milliseconds; 0 when absent.
+
+        Java ``Message.setDelayTimeMs``.
+        """
+        return _int_property(self.properties.get(PropertyKey.TIMER_DELAY_MS))
+
+    @delay_time_ms.setter
+    def delay_time_ms(self, value: int | None) -> None:
+        self._put(PropertyKey.TIMER_DELAY_MS, str(value) if value else None)  # 0 or None: no delay
+
+    @property
     def wait_store_msg_ok(self) -> bool:
         """Property ``WAIT``; Java treats absent as ``True``."""
         value = self.properties.get(PropertyKey.WAIT_STORE_MSG_OK)

@@ -19,6 +19,8 @@ What changes with the release, and which client code asks:
   timestamp (``BoundaryType.LOWER``; the request field exists from 5.1.4, LOWER is the default).
   Older brokers return the message *nearest* to the timestamp, which may be the one before it,
   or any of several sharing the timestamp.
+* :data:`V5_3_2`: RECALL_MESSAGE takes a timer message back before its delivery time (the send's
+  reply carries a recall handle). Older brokers answer REQUEST_CODE_NOT_SUPPORTED.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ __all__ = [
     "V4_9_7",
     "V5_0_0",
     "V5_1_1",
+    "V5_3_2",
     "V5_3_3",
     "V5_5_0",
     "release_name",
     "release_ordinal",
     "supports_boundary_search",
+    "supports_recall",
     "supports_timer_messages",
 ]
 
@@ -72,6 +76,8 @@ V4_9_7: Final = release_ordinal("4.9.7")
 V5_0_0: Final = release_ordinal("5.0.0")
 #: ``MQVersion.Version.V5_1_1``: the first release whose timestamp search honours the boundary.
 V5_1_1: Final = release_ordinal("5.1.1")
+#: ``MQVersion.Version.V5_3_2``: the first release that recalls timer messages (RECALL_MESSAGE).
+V5_3_2: Final = release_ordinal("5.3.2")
 #: ``MQVersion.Version.V5_3_3``: the release our client announces (``DEFAULT_VERSION``).
 V5_3_3: Final = release_ordinal("5.3.3")
 #: ``MQVersion.Version.V5_5_0``: the newest 5.x broker on Maven Central.
@@ -86,3 +92,8 @@ def supports_timer_messages(ordinal: int) -> bool:
 def supports_boundary_search(ordinal: int) -> bool:
     """Whether SEARCH_OFFSET_BY_TIMESTAMP returns the first message at or after the time (5.1.1+)."""
     return ordinal >= V5_1_1
+
+
+def supports_recall(ordinal: int) -> bool:
+    """Whether a server of this version recalls timer messages (RECALL_MESSAGE, 5.3.2 and later)."""
+    return ordinal >= V5_3_2

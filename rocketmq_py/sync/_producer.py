@@ -118,3 +118,7 @@ class Producer(SyncClient[AsyncProducer]):
     ) -> SendResult:
         """Send messages of one topic as one batch (as :meth:`rocketmq_py.Producer.send_batch`)."""
         return self._call(self._client.send_batch, messages, queue=queue, timeout=timeout)
+
+    def recall(self, topic: str, recall_handle: str, *, timeout: float | None = None) -> str:
+        """Take back a message with a delivery time before it is delivered (as :meth:`rocketmq_py.Producer.recall`)."""
+        return self._call(self._client.recall, topic, recall_handle, timeout=timeout)

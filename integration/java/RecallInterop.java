@@ -1,0 +1,33 @@
+// The Java client's side of integration/test_recall.py, run as a single-file program:
+//   send   <namesrv> <topic> <delaySec> : sends one message with setDelayTimeSec, prints "SENT <msgId> <recallHandle>"
+//   recall <namesrv> <topic> <handle>   : recallMessage, prints "RECALLED <msgId>"
+// Errors are printed as "ERROR <class>: <message>" with exit status 1.
+import java.nio.charset.StandardCharsets;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.common.message.Message;
+
+public class RecallInterop {
+    public static void main(String[] args) throws Exception {
+        DefaultMQProducer producer = new DefaultMQProducer("it-recall-java");
+        producer.setNamesrvAddr(args[1]);
+        producer.start();
+        int status = 0;
+        try {
+            if (args[0].equals("send")) {
+                Message message = new Message(args[2], "from-java".getBytes(StandardCharsets.UTF_8));
+                message.setDelayTimeSec(Long.parseLong(args[3]));
+                SendResult result = producer.send(message);
+                System.out.println("SENT " + result.getMsgId() + " " + result.getRecallHandle());
+            } else {
+                System.out.println("RECALLED " + producer.recallMessage(args[2], args[3]));
+            }
+        } catch (Exception e) {
+            System.out.println("ERROR " + e.getClass().getSimpleName() + ": " + e.getMessage());
+            status = 1;
+        } finally {
+            producer.shutdown();
+        }
+        System.exit(status);
+    }
+}

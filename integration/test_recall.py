@@ -1,0 +1,102 @@
+"""Recalling timer messages on the real broker, with the official Java client on the other side.
+
+On 5.3.2+ brokers (the default 5.3.3 and 5.5.0 of the release matrix): a recall is refused while
+the broker's ``recallMessageEnable`` is off; once on, messages recalled before their delivery time
+(ours by us, the Java client's by us, ours by the Java client) never reach the topic, while one
+sent after them arrives, and recalling it after its delivery is refused. On 4.9.7 the client
+refuses before sending anything. The Java side is ``integration/java/RecallInterop.java`` on the
+classpath of the Java tools that go with the cluster's release (``rocketmq-client`` 5.5.0 for 5.x).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+import trio
+
+from rocketmq_py import Message, MessageExt, Producer
+from rocketmq_py.errors import IllegalOperation, NoPermission, RecallNotSupported
+from rocketmq_py.protocol import RecallHandle
+from rocketmq_py.protocol._versions import V5_3_2
+from rocketmq_py.testing import Cluster
+from rocketmq_py.testing._distribution import resolve_bench
+from rocketmq_py.testing._tools import run_java
+
+JAVA_DRIVER = Path(__file__).parent / "java" / "RecallInterop.java"
+#: Far enough out that each recall lands before it, near enough that the test can see it pass.
+DELAY_SEC = 20
+
+PullAll = Callable[..., Awaitable[list[MessageExt]]]
+
+
+def _java(cluster: Cluster, *args: str) -> str:
+    classpath = resolve_bench(cluster.version).classpath
+    result = run_java(classpath, str(JAVA_DRIVER), [args[0], cluster.namesrv_addr, *args[1:]], timeout=120)
+    assert result.ok, result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith(("SENT ", "RECALLED "))]
+    return line
+
+
+def _set_recall(cluster: Cluster, enabled: bool) -> None:
+    value = "true" if enabled else "false"
+    cluster.mqadmin("updateBrokerConfig", "-c", "DefaultCluster", "-k", "recallMessageEnable", "-v", value).check()
+
+
+def _timed(topic: str, body: bytes) -> Message:
+    message = Message(topic, body)
+    message.delay_time_sec = DELAY_SEC
+    return message
+
+
+async def test_recalled_timer_messages_are_never_delivered_both_ways_with_java(
+    cluster: Cluster, broker_version: int, create_topic: Callable[..., str], pull_all: PullAll
+) -> None:
+    if broker_version < V5_3_2:
+        pytest.skip(f"RocketMQ {cluster.version} has no recall (5.3.2+); see the next test")
+    topic = create_topic(2)
+    await trio.to_thread.run_sync(_set_recall, cluster, False)
+    async with Producer("it-recall", namesrv=cluster.namesrv_addr) as producer:
+        ours = await producer.send(_timed(topic, b"ours-recalled"))
+        assert ours.recall_handle is not None
+        handle = RecallHandle.parse(ours.recall_handle)
+        assert (handle.topic, handle.broker_name, handle.message_id) == (topic, ours.queue.broker_name, ours.msg_id)
+        with pytest.raises(NoPermission, match="forbidden"):
+            await producer.recall(topic, ours.recall_handle)
+
+        await trio.to_thread.run_sync(_set_recall, cluster, True)
+        assert await producer.recall(topic, ours.recall_handle) == ours.msg_id
+
+        # The Java client's message, recalled by us.
+        _, java_id, java_handle = (await trio.to_thread.run_sync(_java, cluster, "send", topic, str(DELAY_SEC))).split()
+        assert await producer.recall(topic, java_handle) == java_id
+
+        # Ours, recalled by the Java client.
+        for_java = await producer.send(_timed(topic, b"recalled-by-java"))
+        assert for_java.recall_handle is not None
+        line = await trio.to_thread.run_sync(_java, cluster, "recall", topic, for_java.recall_handle)
+        assert line == f"RECALLED {for_java.msg_id}"
+
+        # Sent last, so due last: once it is in the topic, the recalled ones would be too.
+        kept = await producer.send(_timed(topic, b"kept"))
+        assert kept.recall_handle is not None
+        arrived = await pull_all(topic, expect=1, wait=DELAY_SEC + 40)
+        assert [m.body for m in arrived] == [b"kept"]
+        assert arrived[0].msg_id == kept.msg_id
+
+        with pytest.raises(IllegalOperation, match="timestamp invalid"):
+            await producer.recall(topic, kept.recall_handle)  # too late
+    assert [m.body for m in await pull_all(topic)] == [b"kept"]
+
+
+async def test_recall_on_a_broker_before_5_3_2_is_refused_before_sending(
+    cluster: Cluster, broker_version: int, create_topic: Callable[..., str]
+) -> None:
+    if broker_version >= V5_3_2:
+        pytest.skip(f"RocketMQ {cluster.version} recalls (the test above); this runs on 4.9.7 in the release matrix")
+    topic = create_topic(2)
+    handle = RecallHandle(topic, "broker-a", "4102444800000", "7F0000010000000000000000000000AA").encode()
+    async with Producer("it-recall", namesrv=cluster.namesrv_addr) as producer:
+        with pytest.raises(RecallNotSupported, match=r"5\.3\.2"):
+            await producer.recall(topic, handle)

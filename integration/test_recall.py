@@ -41,7 +41,9 @@ def _java(cluster: Cluster, *args: str) -> str:
 
 def _set_recall(cluster: Cluster, enabled: bool) -> None:
     value = "true" if enabled else "false"
-    cluster.mqadmin("updateBrokerConfig", "-c", "DefaultCluster", "-k", "recallMessageEnable", "-v", value).check()
+    cluster.mqadmin(
+        "updateBrokerConfig", "-c", "DefaultCluster", "-k", "recallMessageEnable", "-v", value
+    ).check()
 
 
 def _timed(topic: str, body: bytes) -> Message:
@@ -61,7 +63,11 @@ async def test_recalled_timer_messages_are_never_delivered_both_ways_with_java(
         ours = await producer.send(_timed(topic, b"ours-recalled"))
         assert ours.recall_handle is not None
         handle = RecallHandle.parse(ours.recall_handle)
-        assert (handle.topic, handle.broker_name, handle.message_id) == (topic, ours.queue.broker_name, ours.msg_id)
+        assert (handle.topic, handle.broker_name, handle.message_id) == (
+            topic,
+            ours.queue.broker_name,
+            ours.msg_id,
+        )
         with pytest.raises(NoPermission, match="forbidden"):
             await producer.recall(topic, ours.recall_handle)
 
@@ -69,7 +75,9 @@ async def test_recalled_timer_messages_are_never_delivered_both_ways_with_java(
         assert await producer.recall(topic, ours.recall_handle) == ours.msg_id
 
         # The Java client's message, recalled by us.
-        _, java_id, java_handle = (await trio.to_thread.run_sync(_java, cluster, "send", topic, str(DELAY_SEC))).split()
+        _, java_id, java_handle = (
+            await trio.to_thread.run_sync(_java, cluster, "send", topic, str(DELAY_SEC))
+        ).split()
         assert await producer.recall(topic, java_handle) == java_id
 
         # Ours, recalled by the Java client.
@@ -94,7 +102,9 @@ async def test_recall_on_a_broker_before_5_3_2_is_refused_before_sending(
     cluster: Cluster, broker_version: int, create_topic: Callable[..., str]
 ) -> None:
     if broker_version >= V5_3_2:
-        pytest.skip(f"RocketMQ {cluster.version} recalls (the test above); this runs on 4.9.7 in the release matrix")
+        pytest.skip(
+            f"RocketMQ {cluster.version} recalls (the test above); this runs on 4.9.7 in the release matrix"
+        )
     topic = create_topic(2)
     handle = RecallHandle(topic, "broker-a", "4102444800000", "7F0000010000000000000000000000AA").encode()
     async with Producer("it-recall", namesrv=cluster.namesrv_addr) as producer:

@@ -206,8 +206,9 @@ class LitePullConsumer(GroupMember):
         from a per-topic setter allowed only before start (Java ``setSubExpressionForAssign``):
         one call says what to pull and how to filter it, and leaving ``expression`` out keeps
         each topic's filter, so a re-assignment (e.g. from a queue-change listener) cannot drop
-        it by accident. The pulls carry it (the broker filters), tags are re-checked here; a new
-        expression applies from each queue's next pull (buffered messages stay).
+        it by accident. The pulls carry it (the broker filters), tags are re-checked here. A new
+        expression applies from the first message not yet polled: the topic's buffered messages
+        are dropped and its queues pulled again from their consumed offsets.
 
         Args:
             queues: the queues to pull.
@@ -223,16 +224,21 @@ class LitePullConsumer(GroupMember):
             raise StateError("subscribe and assign are mutually exclusive: this consumer uses subscribe")
         wanted = sort_queues(set(queues))
         kind = ExpressionType(expression_type.upper())
+        changed: set[str] = set()
         for topic in sorted({mq.topic for mq in wanted}):
             validate_topic(topic)
             if expression is not None and self._expressions.get(topic) != (expression, kind):
                 self._expressions[topic] = (expression, kind)
                 self._set_subscription(topic, expression, kind)
+                changed.add(topic)
             elif topic not in self._subscriptions:
                 self._set_subscription(topic, "*", ExpressionType.TAG)
         self._mode = "assign"
         self._assigned = wanted
         if self._nursery is not None:
+            for mq, state in list(self._queues.items()):
+                if mq.topic in changed and state.consumed >= 0:
+                    self.seek(mq, state.consumed)  # a pull in flight carries the old expression
             self._apply_assignment()
 
     def assignment(self) -> frozenset[MessageQueue]:

@@ -236,8 +236,9 @@ class LitePullConsumer(GroupMember):
         self._mode = "assign"
         self._assigned = wanted
         if self._nursery is not None:
+            kept = set(wanted)
             for mq, state in list(self._queues.items()):
-                if mq.topic in changed and state.consumed >= 0:
+                if mq.topic in changed and mq in kept and state.consumed >= 0:
                     self.seek(mq, state.consumed)  # a pull in flight carries the old expression
             self._apply_assignment()
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rocketmq_py.consumer._listener import ConsumeOrderlyStatus
     from rocketmq_py.consumer._lite_pull import LitePullConsumer
     from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer, QueueStatistics, RebalanceListener
+    from rocketmq_py.consumer._queue_watch import QueueChangeListener
     from rocketmq_py.producer._fault import FaultConfig
     from rocketmq_py.producer._producer import Producer
     from rocketmq_py.producer._selectors import select_by_hash, select_by_random, select_by_sharding_key
@@ -50,6 +51,7 @@ _LAZY = {
     "ConsumeOrderlyStatus": "rocketmq_py.consumer._orderly",
     "QueueStatistics": "rocketmq_py.consumer._push",
     "RebalanceListener": "rocketmq_py.consumer._push",
+    "QueueChangeListener": "rocketmq_py.consumer._queue_watch",
     "ConsumeFromWhere": "rocketmq_py.protocol",
     "MessageModel": "rocketmq_py.protocol",
     "FaultConfig": "rocketmq_py.producer._fault",
@@ -101,6 +103,7 @@ __all__ = [
     "Producer",
     "ProtocolError",
     "PushConsumer",
+    "QueueChangeListener",
     "QueueStatistics",
     "RebalanceListener",
     "RequestTimeout",

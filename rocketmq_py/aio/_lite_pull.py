@@ -23,6 +23,7 @@ from rocketmq_py.consumer._lite_pull import (
     PULL_THRESHOLD_FOR_ALL,
 )
 from rocketmq_py.consumer._lite_pull import LitePullConsumer as AsyncLitePullConsumer
+from rocketmq_py.consumer._queue_watch import TOPIC_METADATA_CHECK_INTERVAL_MS, QueueChangeListener
 from rocketmq_py.errors import RocketMQError, StateError
 from rocketmq_py.protocol import ConsumeFromWhere, ConsumerRunningInfo, MessageExt, MessageModel, MessageQueue
 
@@ -64,6 +65,7 @@ class LitePullConsumer(AioClient[AsyncLitePullConsumer]):
         rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
         offsets_dir: str | PathLike[str] | None = None,
         handoff_delay: float = 1.0,
+        topic_metadata_check_interval: float = TOPIC_METADATA_CHECK_INTERVAL_MS / 1000,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -85,6 +87,7 @@ class LitePullConsumer(AioClient[AsyncLitePullConsumer]):
                 rebalance_interval=rebalance_interval,
                 offsets_dir=offsets_dir,
                 handoff_delay=handoff_delay,
+                topic_metadata_check_interval=topic_metadata_check_interval,
                 config=config,
                 **client_options,
             )
@@ -96,9 +99,24 @@ class LitePullConsumer(AioClient[AsyncLitePullConsumer]):
         """Consume ``topic`` with the group (rebalanced): ``"*"``, ``"TagA || TagB"`` or SQL92."""
         self._client.subscribe(topic, expression, expression_type=expression_type)
 
-    def assign(self, queues: Iterable[MessageQueue]) -> None:
-        """Pull exactly ``queues`` (no rebalance); replaces the previous assignment."""
-        self._client.assign(list(queues))
+    def assign(
+        self, queues: Iterable[MessageQueue], expression: str | None = None, *, expression_type: str = "TAG"
+    ) -> None:
+        """Pull exactly ``queues`` (no rebalance), filtered by ``expression``; replaces the previous assignment.
+
+        As :meth:`rocketmq_py.LitePullConsumer.assign`: ``expression`` applies to every topic among
+        ``queues``; ``None`` keeps each topic's expression (at first ``"*"``).
+        """
+        self._client.assign(list(queues), expression, expression_type=expression_type)
+
+    def register_queue_change_listener(self, topic: str, listener: QueueChangeListener) -> None:
+        """Call ``listener(topic, queues)`` with ``topic``'s readable queues now and when they change.
+
+        As :meth:`rocketmq_py.LitePullConsumer.register_queue_change_listener`. An ``async def``
+        listener is an asyncio coroutine run on this loop; a plain function is called on the loop
+        too (it should not block), so either may call this consumer's methods, e.g. ``assign``.
+        """
+        self._client.register_queue_change_listener(topic, self._on_loop(listener))
 
     @property
     def client_id(self) -> str:

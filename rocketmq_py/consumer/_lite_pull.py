@@ -17,13 +17,13 @@
   limit (``pull_threshold_for_all`` messages in all, ``pull_threshold_for_queue`` messages,
   ``pull_threshold_size_for_queue_mib`` MiB or ``consume_max_span`` offsets in one queue);
 - the **auto-commit loop** (``auto_commit=True``): every ``auto_commit_interval`` seconds it
-  commits, per queue, the offset after the last message :meth:`LitePullConsumer.poll` returned.
+  commits, per queue, the offset after the last message :meth:`LitePullConsumer.poll` returned;
+- the **queue watcher** (:mod:`._queue_watch`): queue-change listeners, every
+  ``topic_metadata_check_interval`` seconds.
 
-It answers the broker's GET_CONSUMER_RUNNING_INFO (``mqadmin consumerStatus`` / ``consumerProgress``:
-properties, subscriptions, one line per assigned queue) and RESET_CONSUMER_CLIENT_OFFSET (each named
-assigned queue is sought to its new offset, which is committed at once); CONSUME_MESSAGE_DIRECTLY
-gets SYSTEM_ERROR, as there is no listener. What it shares with the push consumer (allocation, start
-offsets, pull answers, offset stores) lives in :mod:`._member` and :mod:`._group_client`.
+The answers to the broker's requests live in :mod:`._lite_info`; what the consumer shares with
+the push consumer (allocation, start offsets, pull answers, offset stores) in :mod:`._member`
+and :mod:`._group_client`.
 
 The buffer is a queue of pulled batches in arrival order. :meth:`~LitePullConsumer.poll` returns
 the first batch of a queue that is not paused (a flat list, at most ``pull_batch_size`` messages,
@@ -36,7 +36,6 @@ queue's buffered messages. Offsets are kept by the brokers (CLUSTERING) or in a
 from __future__ import annotations
 
 import logging
-import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from os import PathLike
@@ -54,20 +53,18 @@ from rocketmq_py.consumer._flow import (
     REBALANCE_INTERVAL_MS,
     FlowLimits,
 )
-from rocketmq_py.consumer._group_client import (
-    process_queue_info,
-)
 from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
-from rocketmq_py.consumer._lite_pull_loop import (
-    LITE_BROKER_SUSPEND_MAX_TIME_MS,
-    LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
-    queue_task,
-)
+from rocketmq_py.consumer._lite_info import lite_running_info, reset_lite_offsets
+from rocketmq_py.consumer._lite_pull_loop import queue_task
 from rocketmq_py.consumer._member import GroupMember
+from rocketmq_py.consumer._queue_watch import (
+    TOPIC_METADATA_CHECK_INTERVAL_MS,
+    QueueChangeListener,
+    QueueWatcher,
+)
 from rocketmq_py.errors import ClientError, RocketMQError, StateError
 from rocketmq_py.producer._validation import validate_topic
 from rocketmq_py.protocol import (
-    PROP_CONSUME_ORDERLY,
     ConsumeFromWhere,
     ConsumerRunningInfo,
     ConsumeType,
@@ -116,6 +113,9 @@ class LitePullConsumer(GroupMember):
         offsets_dir: BROADCASTING: the local offset store's directory.
         handoff_delay: ``subscribe`` mode with other members: seconds after a rebalance began
             before a newly assigned queue reads its committed offset (0: at once, as Java).
+        topic_metadata_check_interval: seconds between checks of the queues of the topics
+            given to :meth:`register_queue_change_listener` (Java
+            ``topicMetadataCheckIntervalMillis``, 30 s).
     """
 
     _consume_type: ClassVar[ConsumeType] = ConsumeType.CONSUME_ACTIVELY
@@ -141,11 +141,16 @@ class LitePullConsumer(GroupMember):
         rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
         offsets_dir: str | PathLike[str] | None = None,
         handoff_delay: float = 1.0,
+        topic_metadata_check_interval: float = TOPIC_METADATA_CHECK_INTERVAL_MS / 1000,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
         if pull_batch_size < 1 or pull_threshold_for_all < 1:
             raise ClientError("pull_batch_size and pull_threshold_for_all must be at least 1")
+        if topic_metadata_check_interval <= 0:
+            raise ClientError(
+                f"topic_metadata_check_interval must be positive, got {topic_metadata_check_interval}"
+            )
         super().__init__(
             group,
             namesrv=namesrv,
@@ -174,6 +179,8 @@ class LitePullConsumer(GroupMember):
         self._assigned: list[MessageQueue] = []  # assign mode: the queues asked for
         self._queues: dict[MessageQueue, LiteQueue] = {}
         self._pending: deque[MessageExt] = deque()  # async for: taken from the buffer, not yet yielded
+        self.topic_metadata_check_interval = topic_metadata_check_interval
+        self._watcher = QueueWatcher(group, topic_metadata_check_interval)
 
     # --- configuration -----------------------------------------------------------------------
 
@@ -188,28 +195,72 @@ class LitePullConsumer(GroupMember):
         self._mode = "subscribe"
         self._subscribe(topic, expression, expression_type)
 
-    def assign(self, queues: Iterable[MessageQueue]) -> None:
+    def assign(
+        self, queues: Iterable[MessageQueue], expression: str | None = None, *, expression_type: str = "TAG"
+    ) -> None:
         """Pull exactly ``queues`` (no rebalance); replaces the previous assignment.
 
         A queue left out is released as a revoked one (auto-commit: its offset is committed).
 
+        The filter comes with the queues, as with ``subscribe(topic, expression)``, rather than
+        from a per-topic setter allowed only before start (Java ``setSubExpressionForAssign``):
+        one call says what to pull and how to filter it, and leaving ``expression`` out keeps
+        each topic's filter, so a re-assignment (e.g. from a queue-change listener) cannot drop
+        it by accident. The pulls carry it (the broker filters), tags are re-checked here. A new
+        expression applies from the first message not yet polled: the topic's buffered messages
+        are dropped and its queues pulled again from their consumed offsets.
+
+        Args:
+            queues: the queues to pull.
+            expression: ``"*"``, ``"TagA || TagB"`` or SQL92, for every topic among ``queues``;
+                ``None``: each topic keeps its expression (at first ``"*"``).
+            expression_type: ``"TAG"`` or ``"SQL92"`` (the broker needs ``enablePropertyFilter``).
+
         Raises:
             StateError: :meth:`subscribe` was called (the two modes exclude each other).
+            ValueError: an unknown ``expression_type``.
         """
         if self._mode == "subscribe":
             raise StateError("subscribe and assign are mutually exclusive: this consumer uses subscribe")
         wanted = sort_queues(set(queues))
+        kind = ExpressionType(expression_type.upper())
+        changed: set[str] = set()
+        for topic in sorted({mq.topic for mq in wanted}):
+            validate_topic(topic)
+            if expression is not None and self._expressions.get(topic) != (expression, kind):
+                self._expressions[topic] = (expression, kind)
+                self._set_subscription(topic, expression, kind)
+                changed.add(topic)
+            elif topic not in self._subscriptions:
+                self._set_subscription(topic, "*", ExpressionType.TAG)
         self._mode = "assign"
         self._assigned = wanted
-        for mq in wanted:
-            if mq.topic not in self._subscriptions:
-                self._set_subscription(mq.topic, "*", ExpressionType.TAG)
         if self._nursery is not None:
+            kept = set(wanted)
+            for mq, state in list(self._queues.items()):
+                if mq.topic in changed and mq in kept and state.consumed >= 0:
+                    self.seek(mq, state.consumed)  # a pull in flight carries the old expression
             self._apply_assignment()
 
     def assignment(self) -> frozenset[MessageQueue]:
         """The queues this consumer pulls now (after the last rebalance, or as assigned)."""
         return frozenset(self._queues)
+
+    def register_queue_change_listener(self, topic: str, listener: QueueChangeListener) -> None:
+        """Call ``listener(topic, queues)`` with ``topic``'s readable queues now and when they change.
+
+        Java ``registerTopicMessageQueueChangeListener``; ``queues`` is a frozenset. The first
+        call comes before the ``async with`` block runs (at once if registered while running),
+        then one whenever a fresh route, read every ``topic_metadata_check_interval`` seconds,
+        shows another set. A plain function runs in the consumer's task and may call its methods
+        (``consumer.assign(queues)``); an ``async def`` is awaited. Exceptions are logged and
+        ignored. One listener per topic: registering another replaces it.
+
+        Raises:
+            ClientError: an invalid topic name.
+            TypeError: ``listener`` is not callable.
+        """
+        self._watcher.register(topic, listener)
 
     def _registered_subscriptions(self) -> tuple[SubscriptionData, ...]:
         # Assigned queues are pulled with the expression in the request: nothing to register.
@@ -220,6 +271,7 @@ class LitePullConsumer(GroupMember):
     async def _start(self, nursery: trio.Nursery) -> None:
         if self.auto_commit:
             nursery.start_soon(self._auto_commit_loop)
+        await nursery.start(self._watcher.run, self.instance.routes)
 
     def _started(self) -> None:
         if self._mode == "assign":
@@ -488,24 +540,6 @@ class LitePullConsumer(GroupMember):
 
     # --- answering the broker (GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET) ------
 
-    def _properties(self) -> dict[str, str]:
-        limits = self.flow_limits
-        return {
-            **self._member_properties(),
-            PROP_CONSUME_ORDERLY: "false",
-            "subscriptionType": (self._mode or "none").upper(),
-            "autoCommit": "true" if self.auto_commit else "false",
-            "autoCommitIntervalMillis": str(int(self.auto_commit_interval * 1000)),
-            "pullBatchSize": str(self.pull_batch_size),
-            "pullThresholdForAll": str(self.pull_threshold_for_all),
-            "pullThresholdForQueue": str(limits.pull_threshold_for_queue),
-            "pullThresholdSizeForQueue": str(limits.pull_threshold_size_for_queue_mib),
-            "consumeMaxSpan": str(limits.consume_concurrently_max_span),
-            "pollTimeoutMillis": str(POLL_TIMEOUT_MS),
-            "brokerSuspendMaxTimeMillis": str(LITE_BROKER_SUSPEND_MAX_TIME_MS),
-            "consumerTimeoutMillisWhenSuspend": str(LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS),
-        }
-
     def running_info(self) -> ConsumerRunningInfo:
         """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``).
 
@@ -513,18 +547,7 @@ class LitePullConsumer(GroupMember):
         pull and last poll, and the offset held in the offset store (committed, or about to be).
         No rates (``statusTable``): Java's lite consumer sends none either.
         """
-        now = trio.current_time()
-        wall_ms = time.time() * 1000
-        store = self.offsets
-        mq_table = {
-            mq: process_queue_info(state.pq, store.get(mq), now=now, wall_ms=wall_ms, dropped=state.dropped)
-            for mq, state in self._queues.items()
-        }
-        return ConsumerRunningInfo(
-            properties=self._properties(),
-            subscription_set=tuple(self._subscriptions.values()),
-            mq_table=mq_table,
-        )
+        return lite_running_info(self, poll_timeout_ms=POLL_TIMEOUT_MS)
 
     async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET (e.g. ``mqadmin resetOffsetByTime``): seek and commit.
@@ -535,18 +558,4 @@ class LitePullConsumer(GroupMember):
         other members are left alone (their owners get the same request). A failed write is
         logged: the next auto-commit (or :meth:`commit`) writes it again.
         """
-        moved: list[tuple[MessageQueue, int]] = []
-        for mq, state in list(self._queues.items()):
-            offset = offsets.get(mq, -1) if mq.topic == topic else -1
-            if offset < 0 or state.dropped:
-                continue
-            self.seek(mq, offset)
-            moved.append((mq, offset))
-        store = self.offsets
-        for mq, offset in moved:
-            store.update(mq, offset, increase_only=False)
-            try:
-                await store.persist(mq)
-            except RocketMQError as exc:
-                log.warning("%s: committing the reset offset of %s failed: %s", self.group, mq, exc)
-        log.info("%s: offsets of %d queues of %s reset: %s", self.group, len(moved), topic, dict(moved))
+        await reset_lite_offsets(self, topic, offsets)

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from os import PathLike
 from typing import Any
 
+import trio
+
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py.consumer._allocate import AllocateStrategy
 from rocketmq_py.consumer._flow import (
@@ -13,6 +15,7 @@ from rocketmq_py.consumer._flow import (
     PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
     REBALANCE_INTERVAL_MS,
 )
+from rocketmq_py.consumer._listener import is_async_listener
 from rocketmq_py.consumer._lite_pull import (
     AUTO_COMMIT_INTERVAL_MS,
     CONSUME_MAX_SPAN,
@@ -21,6 +24,7 @@ from rocketmq_py.consumer._lite_pull import (
     PULL_THRESHOLD_FOR_ALL,
 )
 from rocketmq_py.consumer._lite_pull import LitePullConsumer as AsyncLitePullConsumer
+from rocketmq_py.consumer._queue_watch import TOPIC_METADATA_CHECK_INTERVAL_MS, QueueChangeListener
 from rocketmq_py.errors import StateError
 from rocketmq_py.protocol import ConsumeFromWhere, ConsumerRunningInfo, MessageExt, MessageModel, MessageQueue
 from rocketmq_py.sync._facade import SyncClient
@@ -59,6 +63,7 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
         rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
         offsets_dir: str | PathLike[str] | None = None,
         handoff_delay: float = 1.0,
+        topic_metadata_check_interval: float = TOPIC_METADATA_CHECK_INTERVAL_MS / 1000,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -80,6 +85,7 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
                 rebalance_interval=rebalance_interval,
                 offsets_dir=offsets_dir,
                 handoff_delay=handoff_delay,
+                topic_metadata_check_interval=topic_metadata_check_interval,
                 config=config,
                 **client_options,
             )
@@ -95,13 +101,27 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
         """
         self._read(self._client.subscribe, topic, expression, expression_type=expression_type)
 
-    def assign(self, queues: Iterable[MessageQueue]) -> None:
-        """Pull exactly ``queues`` (no rebalance); replaces the previous assignment.
+    def assign(
+        self, queues: Iterable[MessageQueue], expression: str | None = None, *, expression_type: str = "TAG"
+    ) -> None:
+        """Pull exactly ``queues`` (no rebalance), filtered by ``expression``; replaces the previous assignment.
+
+        As :meth:`rocketmq_py.LitePullConsumer.assign`: ``expression`` applies to every topic among
+        ``queues``; ``None`` keeps each topic's expression (at first ``"*"``).
 
         Raises:
             StateError: :meth:`subscribe` was called (the two modes exclude each other).
         """
-        self._read(self._client.assign, list(queues))
+        self._read(self._client.assign, list(queues), expression, expression_type=expression_type)
+
+    def register_queue_change_listener(self, topic: str, listener: QueueChangeListener) -> None:
+        """Call ``listener(topic, queues)`` with ``topic``'s readable queues now and when they change.
+
+        As :meth:`rocketmq_py.LitePullConsumer.register_queue_change_listener`. A plain function
+        runs in a worker thread, so it may block and call this consumer's methods (``assign``);
+        an ``async def`` runs in the consumer's trio thread.
+        """
+        self._read(self._client.register_queue_change_listener, topic, _in_worker_thread(listener))
 
     @property
     def client_id(self) -> str:
@@ -211,3 +231,18 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
         As :meth:`rocketmq_py.LitePullConsumer.commit`.
         """
         self._call(self._client.commit, offsets)
+
+
+def _in_worker_thread(listener: QueueChangeListener) -> QueueChangeListener:
+    """``listener`` as the trio consumer calls it: a plain function moves to a worker thread.
+
+    There it may block, and call the blocking consumer (whose calls from the trio thread itself
+    would deadlock and are refused).
+    """
+    if is_async_listener(listener):
+        return listener
+
+    async def in_thread(topic: str, queues: frozenset[MessageQueue]) -> None:
+        await trio.to_thread.run_sync(listener, topic, queues, abandon_on_cancel=True)
+
+    return in_thread

@@ -644,3 +644,34 @@ async def test_a_closed_client_refuses_calls_and_ends_async_for(broker: FakeBrok
         assert not _guest_running()
 
     await on_asyncio(main())
+
+
+async def test_lite_pull_consumer_queue_change_listener_on_the_loop_assigns_with_a_filter(
+    broker: FakeBroker,
+) -> None:
+    broker.put_messages(0, [Message(TOPIC, b"0-%d" % i, tags="ab"[i % 2]) for i in range(4)])
+    broker.put_messages(1, [Message(TOPIC, b"1-%d" % i, tags="ab"[i % 2]) for i in range(4)])
+
+    async def main() -> tuple[list[bytes], list[tuple[str, int, str]]]:
+        consumer = LitePullConsumer(
+            GROUP, namesrv=broker.address, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
+        )
+        heard: list[tuple[str, int, str]] = []
+
+        async def on_change(topic: str, queues: frozenset[MessageQueue]) -> None:
+            await asyncio.sleep(0)
+            heard.append((topic, len(queues), sniffio.current_async_library()))
+            consumer.assign(queues, "a")
+
+        consumer.register_queue_change_listener(TOPIC, on_change)
+        got: list[bytes] = []
+        async with consumer:
+            assert consumer.assignment() == {MessageQueue(TOPIC, "broker-a", q) for q in (0, 1)}
+            while len(got) < 4:
+                got.extend(m.body for m in await consumer.poll(timeout=5))
+            got.extend(m.body for m in await consumer.poll(timeout=0.2))
+        return sorted(got), heard
+
+    got, heard = await on_asyncio(main())
+    assert got == [b"0-0", b"0-2", b"1-0", b"1-2"]  # tag "a" only
+    assert heard == [(TOPIC, 2, "asyncio")]

@@ -26,6 +26,8 @@ _BROKER_DEFAULTS: dict[str, str] = {
     "autoCreateTopicEnable": "true",
     "autoCreateSubscriptionGroup": "true",
     "enablePropertyFilter": "true",
+    # RMQ_SYS_TRACE_TOPIC exists from the start, so message traces (ours, Java's) have a place.
+    "traceTopicEnable": "true",
     # A loaded 2-core CI box stalls for a moment now and then; Java's 200 ms default makes the broker
     # answer SYSTEM_BUSY to sends that would have succeeded a little later.
     "waitTimeMillsInSendQueue": "1000",

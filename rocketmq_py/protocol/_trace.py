@@ -1,0 +1,324 @@
+"""Message trace records as the Java client writes them to ``RMQ_SYS_TRACE_TOPIC`` (sans-IO).
+
+A trace message's body is a run of records, each ended by ``\\x02`` (Java
+``TraceConstants.FIELD_SPLITOR``), their fields separated by ``\\x01`` (``CONTENT_SPLITOR``); its
+``KEYS`` are the traced messages' ids and keys, which is how ``mqadmin queryMsgTraceById`` finds
+them. The record kinds and their fields, in order (Java ``TraceDataEncoder``):
+
+- ``Pub``: timestamp (ms), region id, producer group, topic, message id, tags, keys, store host,
+  body length, cost (ms), message type (:class:`TraceMessageType`), offset message id, success.
+- ``SubBefore`` (one per message a listener call is given): timestamp, region id, consumer group,
+  request id (shared by the call's ``SubBefore`` and ``SubAfter`` records), message id,
+  reconsume times, keys.
+- ``SubAfter`` (one per message): request id, message id, cost (ms, the call's time divided by its
+  messages), success, keys, context code (:class:`ConsumeReturnType`), timestamp, consumer group.
+- ``EndTransaction``: timestamp, region id, producer group, topic, message id, tags, keys, store
+  host, message type, transaction id, transaction state (``COMMIT_MESSAGE``, ``ROLLBACK_MESSAGE``,
+  ``UNKNOW``), from a transaction check.
+
+Absent tags, keys and transaction ids are written as the text ``null``, as Java writes its null
+strings (its decoder needs them: ``String.split`` drops trailing empty fields, so a record ending
+in an empty field would be too short for it); :func:`decode_trace_data` reads ``null`` back as empty.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from rocketmq_py.protocol._properties import KEY_SEPARATOR
+
+__all__ = [
+    "CONTENT_SEPARATOR",
+    "FIELD_SEPARATOR",
+    "TRACE_TOPIC",
+    "ConsumeReturnType",
+    "EndTransactionTrace",
+    "PubTrace",
+    "SubAfterTrace",
+    "SubBeforeTrace",
+    "TraceMessageType",
+    "TraceRecord",
+    "decode_trace_data",
+    "encode_trace_data",
+    "trace_keys",
+]
+
+#: The default trace topic (Java ``TopicValidator.RMQ_SYS_TRACE_TOPIC``).
+TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
+#: Between a record's fields (Java ``TraceConstants.CONTENT_SPLITOR``).
+CONTENT_SEPARATOR: Final = "\x01"
+#: After each record (Java ``TraceConstants.FIELD_SPLITOR``).
+FIELD_SEPARATOR: Final = "\x02"
+
+
+class TraceMessageType(enum.IntEnum):
+    """The kind of message a record is about (Java ``MessageType`` ordinals)."""
+
+    NORMAL = 0
+    TRANSACTION_HALF = 1
+    TRANSACTION_COMMIT = 2
+    DELAY = 3
+    ORDER = 4
+
+
+class ConsumeReturnType(enum.IntEnum):
+    """How a listener call ended (Java ``ConsumeReturnType`` ordinals, a ``SubAfter`` context code)."""
+
+    SUCCESS = 0
+    TIME_OUT = 1
+    EXCEPTION = 2
+    RETURNNULL = 3
+    FAILED = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PubTrace:
+    """A send (``Pub``)."""
+
+    timestamp: int
+    region_id: str
+    group: str
+    topic: str
+    msg_id: str
+    tags: str
+    keys: str
+    store_host: str
+    body_length: int
+    cost_ms: int
+    msg_type: TraceMessageType
+    offset_msg_id: str
+    success: bool
+
+    def fields(self) -> tuple[object, ...]:
+        """The record's fields in wire order."""
+        return (
+            "Pub",
+            self.timestamp,
+            self.region_id,
+            self.group,
+            self.topic,
+            self.msg_id,
+            _java_str(self.tags),
+            _java_str(self.keys),
+            self.store_host,
+            self.body_length,
+            self.cost_ms,
+            int(self.msg_type),
+            self.offset_msg_id,
+            self.success,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubBeforeTrace:
+    """A message handed to a listener (``SubBefore``)."""
+
+    timestamp: int
+    region_id: str
+    group: str
+    request_id: str
+    msg_id: str
+    retry_times: int
+    keys: str
+
+    def fields(self) -> tuple[object, ...]:
+        """The record's fields in wire order."""
+        return (
+            "SubBefore",
+            self.timestamp,
+            self.region_id,
+            self.group,
+            self.request_id,
+            self.msg_id,
+            self.retry_times,
+            _java_str(self.keys),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubAfterTrace:
+    """How the listener's call ended for a message (``SubAfter``)."""
+
+    request_id: str
+    msg_id: str
+    cost_ms: int
+    success: bool
+    keys: str
+    context_code: ConsumeReturnType
+    timestamp: int
+    group: str
+
+    def fields(self) -> tuple[object, ...]:
+        """The record's fields in wire order."""
+        return (
+            "SubAfter",
+            self.request_id,
+            self.msg_id,
+            self.cost_ms,
+            self.success,
+            _java_str(self.keys),
+            int(self.context_code),
+            self.timestamp,
+            self.group,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EndTransactionTrace:
+    """A transaction's end (``EndTransaction``); ``state`` is Java's name of the verdict."""
+
+    timestamp: int
+    region_id: str
+    group: str
+    topic: str
+    msg_id: str
+    tags: str
+    keys: str
+    store_host: str
+    msg_type: TraceMessageType
+    transaction_id: str
+    state: str
+    from_check: bool
+
+    def fields(self) -> tuple[object, ...]:
+        """The record's fields in wire order."""
+        return (
+            "EndTransaction",
+            self.timestamp,
+            self.region_id,
+            self.group,
+            self.topic,
+            self.msg_id,
+            _java_str(self.tags),
+            _java_str(self.keys),
+            self.store_host,
+            int(self.msg_type),
+            _java_str(self.transaction_id),
+            self.state,
+            self.from_check,
+        )
+
+
+TraceRecord = PubTrace | SubBeforeTrace | SubAfterTrace | EndTransactionTrace
+
+
+def _java_str(value: str) -> str:
+    # Java appends a null String as "null", and its decoder needs every field present: String.split
+    # drops trailing empty fields, so an empty last field would make a record too short for it.
+    return value or "null"
+
+
+def _text(value: object) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return str(value)
+
+
+def encode_trace_data(records: Iterable[TraceRecord]) -> str:
+    """The body of a trace message holding ``records``, as Java's dispatcher joins them."""
+    return "".join(CONTENT_SEPARATOR.join(map(_text, r.fields())) + FIELD_SEPARATOR for r in records)
+
+
+def trace_keys(record: TraceRecord) -> list[str]:
+    """The keys a record adds to its trace message: the message id and the message's keys."""
+    keys = [record.msg_id]
+    if record.keys:
+        keys.extend(k for k in record.keys.split(KEY_SEPARATOR) if k)
+    return keys
+
+
+def _str(value: str) -> str:
+    return "" if value == "null" else value
+
+
+def _bool(value: str) -> bool:
+    return value.lower() == "true"
+
+
+def decode_trace_data(data: str) -> list[TraceRecord]:
+    """The records of a trace message's body (Java's or ours); unknown record kinds are skipped.
+
+    Raises:
+        ValueError: a known record with too few fields or a field that is not a number.
+    """
+    records: list[TraceRecord] = []
+    for chunk in data.split(FIELD_SEPARATOR):
+        f = chunk.split(CONTENT_SEPARATOR)
+        kind = f[0]
+        if kind == "Pub":
+            if len(f) < 13:
+                raise ValueError(f"a Pub trace record has {len(f)} fields: {chunk!r}")
+            with_offset_id = len(f) >= 14
+            records.append(
+                PubTrace(
+                    timestamp=int(f[1]),
+                    region_id=f[2],
+                    group=f[3],
+                    topic=f[4],
+                    msg_id=f[5],
+                    tags=_str(f[6]),
+                    keys=_str(f[7]),
+                    store_host=f[8],
+                    body_length=int(f[9]),
+                    cost_ms=int(f[10]),
+                    msg_type=TraceMessageType(int(f[11])),
+                    offset_msg_id=f[12] if with_offset_id else "",
+                    success=_bool(f[13] if with_offset_id else f[12]),
+                )
+            )
+        elif kind == "SubBefore":
+            if len(f) < 8:
+                raise ValueError(f"a SubBefore trace record has {len(f)} fields: {chunk!r}")
+            records.append(
+                SubBeforeTrace(
+                    timestamp=int(f[1]),
+                    region_id=f[2],
+                    group=f[3],
+                    request_id=f[4],
+                    msg_id=f[5],
+                    retry_times=int(f[6]),
+                    keys=_str(f[7]),
+                )
+            )
+        elif kind == "SubAfter":
+            if len(f) < 6:
+                raise ValueError(f"a SubAfter trace record has {len(f)} fields: {chunk!r}")
+            records.append(
+                SubAfterTrace(
+                    request_id=f[1],
+                    msg_id=f[2],
+                    cost_ms=int(f[3]),
+                    success=_bool(f[4]),
+                    keys=_str(f[5]),
+                    context_code=ConsumeReturnType(int(f[6]))
+                    if len(f) > 6 and f[6]
+                    else ConsumeReturnType.SUCCESS,
+                    timestamp=int(f[7]) if len(f) > 8 else 0,
+                    group=f[8] if len(f) > 8 else "",
+                )
+            )
+        elif kind == "EndTransaction":
+            if len(f) < 13:
+                raise ValueError(f"an EndTransaction trace record has {len(f)} fields: {chunk!r}")
+            records.append(
+                EndTransactionTrace(
+                    timestamp=int(f[1]),
+                    region_id=f[2],
+                    group=f[3],
+                    topic=f[4],
+                    msg_id=f[5],
+                    tags=_str(f[6]),
+                    keys=_str(f[7]),
+                    store_host=f[8],
+                    msg_type=TraceMessageType(int(f[9])),
+                    transaction_id=_str(f[10]),
+                    state=f[11],
+                    from_check=_bool(f[12]),
+                )
+            )
+    return records

@@ -380,15 +380,20 @@ class RemotingApi:
         delay_level: int,
         max_reconsume_times: int,
         broker_name: str | None,
+        origin_topic: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109 - an RPC deadline, as the pool's
     ) -> None:
-        """CONSUMER_SEND_MSG_BACK: the broker re-queues ``message`` to the group's retry topic (or DLQ)."""
+        """CONSUMER_SEND_MSG_BACK: the broker re-queues ``message`` to the group's retry topic (or DLQ).
+
+        ``origin_topic`` (default ``message.topic``) is the topic as the broker knows it (a
+        consumer in a namespace shows its listener the unwrapped one).
+        """
         header = ConsumerSendMsgBackRequestHeader(
             offset=message.commit_log_offset,
             group=group,
             delay_level=delay_level,
             origin_msg_id=message.msg_id,
-            origin_topic=message.topic,
+            origin_topic=origin_topic or message.topic,
             unit_mode=False,
             max_reconsume_times=max_reconsume_times,
             broker_name=broker_name,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from rocketmq_py._transport import DEFAULT_CLOSE_ON_TIMEOUT
 from rocketmq_py.errors import ClientError
-from rocketmq_py.protocol import SerializeType
+from rocketmq_py.protocol import SerializeType, validate_namespace
 
 __all__ = [
     "DEFAULT_HEARTBEAT_INTERVAL",
@@ -84,6 +84,9 @@ class ClientConfig:
 
     Args:
         namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
+        namespace: the client's namespace (Java ``ClientConfig.namespace``): topics and groups
+            are ``<namespace>%<name>`` on the wire (``%RETRY%<namespace>%<group>`` for a retry
+            topic) and plain in everything the client hands back; ``None``: no namespace.
         instance_name: the part after ``@`` in the client id; default unique per client.
         client_ip: the part before ``@``; default the local address towards the NameServer.
         request_timeout: seconds for NameServer and admin calls.
@@ -101,6 +104,7 @@ class ClientConfig:
     """
 
     namesrv: str | None = None
+    namespace: str | None = None
     instance_name: str | None = None
     client_ip: str | None = None
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
@@ -121,6 +125,17 @@ class ClientConfig:
             ClientError: none given, or an entry is not ``host:port``.
         """
         return parse_namesrv_addrs(self.namesrv or os.environ.get("ROCKETMQ_NAMESRV", ""))
+
+    def checked_namespace(self) -> str | None:
+        """``namespace`` checked (``""`` counts as none).
+
+        Raises:
+            ClientError: the namespace holds a character other than letters, digits, ``_``, ``-``.
+        """
+        try:
+            return validate_namespace(self.namespace)
+        except ValueError as exc:
+            raise ClientError(str(exc)) from None
 
     def resolve_client_id(self) -> str:
         """``ip@instanceName``, fixing the defaults the first time."""

@@ -51,6 +51,7 @@ class LitePullConsumer(AioClient[AsyncLitePullConsumer]):
         group: str,
         *,
         namesrv: str | None = None,
+        namespace: str | None = None,
         strategy: str | AllocateStrategy = "AVG",
         message_model: MessageModel | str = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
@@ -73,6 +74,7 @@ class LitePullConsumer(AioClient[AsyncLitePullConsumer]):
             AsyncLitePullConsumer(
                 group,
                 namesrv=namesrv,
+                namespace=namespace,
                 strategy=strategy,
                 message_model=message_model,
                 consume_from_where=consume_from_where,

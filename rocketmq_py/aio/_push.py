@@ -58,6 +58,7 @@ class PushConsumer(AioClient[AsyncPushConsumer]):
         group: str,
         *,
         namesrv: str | None = None,
+        namespace: str | None = None,
         listener: Listener | None = None,
         strategy: str | AllocateStrategy = "AVG",
         message_model: MessageModel | str = MessageModel.CLUSTERING,
@@ -85,6 +86,7 @@ class PushConsumer(AioClient[AsyncPushConsumer]):
             AsyncPushConsumer(
                 group,
                 namesrv=namesrv,
+                namespace=namespace,
                 listener=None if listener is None else self._on_loop(listener),
                 strategy=strategy,
                 message_model=message_model,

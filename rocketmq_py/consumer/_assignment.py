@@ -101,7 +101,7 @@ class Assignment:
         announced = [state.mq for state in added if state.mq not in plan.rebuild]
         if announced:
             await notify_rebalance_listener(
-                consumer.rebalance_listener, "on_assigned", announced, consumer.group
+                consumer.rebalance_listener, "on_assigned", consumer._user_queues(announced), consumer.group
             )
         nursery = consumer._running()
         for state in added:
@@ -204,7 +204,7 @@ class Assignment:
                 else "the next owner consumes them again",
             )
         if notify:
-            mqs = [state.mq for state in states]
+            mqs = consumer._user_queues(state.mq for state in states)
             await notify_rebalance_listener(consumer.rebalance_listener, "on_revoked", mqs, consumer.group)
         await self._release([state for state in states if state not in held])
         for state in held:

@@ -46,7 +46,7 @@ from rocketmq_py.consumer._pull_result import restore_retry_topic, set_consume_s
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._retry import retry_message
 from rocketmq_py.errors import RocketMQError
-from rocketmq_py.protocol import MessageExt
+from rocketmq_py.protocol import MessageExt, wrap_name
 from rocketmq_py.protocol._names import RETRY_GROUP_TOPIC_PREFIX
 
 if TYPE_CHECKING:
@@ -182,8 +182,10 @@ class ConcurrentService:
     async def _call(self, state: QueueState, msgs: list[MessageExt]) -> bool:
         """The listener on ``msgs``; whether it succeeded (an exception is logged: a failure)."""
         consumer = self._consumer
-        if msgs[0].topic.startswith(RETRY_GROUP_TOPIC_PREFIX):  # a batch is of one queue, one topic
-            restore_retry_topic(msgs, consumer.group)
+        namespace = consumer.namespace
+        # A batch is of one queue, one topic.
+        if namespace is not None or msgs[0].topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            restore_retry_topic(msgs, consumer.group, namespace)
         set_consume_start_time(msgs, time.time_ns() // 1_000_000)
         listener = consumer.listener
         assert listener is not None
@@ -277,6 +279,7 @@ class ConcurrentService:
                 delay_level=0,  # the broker picks 3 + reconsume times
                 max_reconsume_times=consumer.max_reconsume_times,
                 broker_name=state.mq.broker_name,
+                origin_topic=wrap_name(consumer.namespace, msg.topic),
                 timeout=SEND_BACK_TIMEOUT,
             )
             return True
@@ -292,6 +295,7 @@ class ConcurrentService:
             consumer.group,
             reconsume_times=msg.reconsume_times + 1,
             max_reconsume_times=consumer.max_reconsume_times,
+            namespace=consumer.namespace,
         )
         try:
             await consumer._inner().send(retry)

@@ -6,12 +6,16 @@ send a message that reached its reconsume limit towards ``%DLQ%group``. It share
 connections, RPC hooks (ACL signatures), TLS and timeouts, and its group rides on the instance's
 heartbeats. :func:`inner_producer` gives a consumer the same: a :class:`Producer` attached to the
 consumer's :class:`ClientInstance`, never a second client.
+
+In a namespace, the consumer hands it wire names (``%RETRY%ns%group``); its own group stays
+``CLIENT_INNER_PRODUCER``, unwrapped, as Java's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Final
 
 from rocketmq_py._client._instance import ClientInstance
@@ -32,7 +36,10 @@ def inner_producer(instance: ClientInstance) -> Iterator[Producer]:
     properties a retry copy carries (``RETRY_TOPIC``, ``RECONSUME_TIME``, ...), which user
     producers may not.
     """
-    producer = Producer(INNER_PRODUCER_GROUP, config=instance.config, attempt_timeout=None)
+    config = (
+        instance.config if instance.config.namespace is None else replace(instance.config, namespace=None)
+    )
+    producer = Producer(INNER_PRODUCER_GROUP, config=config, attempt_timeout=None)
     producer._reserved = frozenset()
     producer._attach(instance)
     try:

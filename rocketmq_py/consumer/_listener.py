@@ -162,7 +162,7 @@ async def notify_rebalance_listener(
 
 
 async def consume_directly(
-    listener: Listener, msg: MessageExt, *, group: str, orderly: bool
+    listener: Listener, msg: MessageExt, *, group: str, orderly: bool, namespace: str | None = None
 ) -> ConsumeMessageDirectlyResult:
     """CONSUME_MESSAGE_DIRECTLY: call the listener once with ``[msg]`` (no retry, no send-back).
 
@@ -170,7 +170,7 @@ async def consume_directly(
     CR_RETURN_NULL).
     """
     msgs = [msg]
-    restore_retry_topic(msgs, group)
+    restore_retry_topic(msgs, group, namespace)
     set_consume_start_time(msgs, int(time.time() * 1000))
     started = time.monotonic()
     try:
@@ -202,6 +202,7 @@ async def consume_call(
     msgs: list[MessageExt],
     *,
     group: str,
+    namespace: str | None = None,
     queue: MessageQueue,
     timeout: float,  # noqa: ASYNC109 - the listener's deadline, Java's consumeTimeout
     read: Callable[[object], S],
@@ -209,7 +210,7 @@ async def consume_call(
 ) -> S:
     """One consumption: the listener called on ``msgs`` (topics restored, start time set) under
     ``timeout``; its answer read by ``read``. An exception or the timeout is ``failed`` (logged)."""
-    restore_retry_topic(msgs, group)
+    restore_retry_topic(msgs, group, namespace)
     set_consume_start_time(msgs, int(time.time() * 1000))
     status = failed
     try:

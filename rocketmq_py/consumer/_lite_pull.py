@@ -73,6 +73,8 @@ from rocketmq_py.protocol import (
     MessageModel,
     MessageQueue,
     SubscriptionData,
+    unwrap_queue,
+    wrap_name,
 )
 
 __all__ = ["LitePullConsumer"]
@@ -98,6 +100,9 @@ class LitePullConsumer(GroupMember):
     Args:
         group: the consumer group (offsets are committed for it in both modes).
         namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
+        namespace: consume in this namespace (Java ``setNamespace``): topics and the group are
+            ``<namespace>%<name>`` on the wire; messages, queues and offsets are given and shown
+            with plain names; default ``config.namespace``. ``group`` then holds the wrapped name.
         strategy: allocation strategy name or object (``subscribe`` mode, CLUSTERING).
         message_model: CLUSTERING (the group shares the queues, offsets on the brokers) or
             BROADCASTING (every queue, offsets in a local file under ``offsets_dir``).
@@ -127,6 +132,7 @@ class LitePullConsumer(GroupMember):
         group: str,
         *,
         namesrv: str | None = None,
+        namespace: str | None = None,
         strategy: str | AllocateStrategy = "AVG",
         message_model: MessageModel | str = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
@@ -154,6 +160,7 @@ class LitePullConsumer(GroupMember):
         super().__init__(
             group,
             namesrv=namesrv,
+            namespace=namespace,
             strategy=strategy,
             message_model=message_model,
             consume_from_where=consume_from_where,
@@ -222,7 +229,7 @@ class LitePullConsumer(GroupMember):
         """
         if self._mode == "subscribe":
             raise StateError("subscribe and assign are mutually exclusive: this consumer uses subscribe")
-        wanted = sort_queues(set(queues))
+        wanted = sort_queues({self._wire_queue(mq) for mq in queues})
         kind = ExpressionType(expression_type.upper())
         changed: set[str] = set()
         for topic in sorted({mq.topic for mq in wanted}):
@@ -244,7 +251,7 @@ class LitePullConsumer(GroupMember):
 
     def assignment(self) -> frozenset[MessageQueue]:
         """The queues this consumer pulls now (after the last rebalance, or as assigned)."""
-        return frozenset(self._queues)
+        return frozenset(self._user_queues(self._queues))
 
     def register_queue_change_listener(self, topic: str, listener: QueueChangeListener) -> None:
         """Call ``listener(topic, queues)`` with ``topic``'s readable queues now and when they change.
@@ -333,7 +340,9 @@ class LitePullConsumer(GroupMember):
                 self._running()
                 taken = self._buffer.take(max_records, one_batch=False)
                 if taken:
-                    return taken
+                    if self.namespace is None:
+                        return taken
+                    return {unwrap_queue(self.namespace, mq): msgs for mq, msgs in taken.items()}
                 await self._buffer.wait_arrival()
         return {}
 
@@ -356,15 +365,15 @@ class LitePullConsumer(GroupMember):
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Stop pulling ``queues`` and keep their buffered messages from poll until resumed."""
-        self._buffer.pause(queues)
+        self._buffer.pause(self._wire_queue(mq) for mq in queues)
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
         """Undo :meth:`pause`."""
-        self._buffer.resume(queues)
+        self._buffer.resume(self._wire_queue(mq) for mq in queues)
 
     def paused(self) -> frozenset[MessageQueue]:
         """The queues paused now."""
-        return self._buffer.paused()
+        return frozenset(self._user_queues(self._buffer.paused()))
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         """Pull ``mq`` from ``offset`` next; its buffered messages are discarded.
@@ -377,6 +386,7 @@ class LitePullConsumer(GroupMember):
             ClientError: ``mq`` is not assigned to this consumer, or ``offset`` < 0.
         """
         nursery = self._running()
+        mq = self._wire_queue(mq)
         old = self._queues.get(mq)
         if old is None:
             raise ClientError(f"{mq} is not assigned to this consumer")
@@ -390,12 +400,14 @@ class LitePullConsumer(GroupMember):
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         """Seek to the queue's smallest offset (GET_MIN_OFFSET)."""
         self._running()
+        mq = self._wire_queue(mq)
         address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
         self.seek(mq, await self.instance.api.get_min_offset(address, mq.topic, mq.queue_id, mq.broker_name))
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
         """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""
         self._running()
+        mq = self._wire_queue(mq)
         address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
         self.seek(mq, await self.instance.api.get_max_offset(address, mq.topic, mq.queue_id, mq.broker_name))
 
@@ -410,20 +422,23 @@ class LitePullConsumer(GroupMember):
         The same answer from every broker release (an older broker's is corrected by reading the
         stored timestamps near it).
         """
+        mq = self._wire_queue(mq)
         address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
         return await offset_for_timestamp(self.instance.api, address, mq, timestamp_ms, group=self.group)
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The readable queues of ``topic`` from its route, sorted (for :meth:`assign`)."""
         validate_topic(topic)
+        topic = wrap_name(self.namespace, topic)
         routes = self.instance.routes
         routes.use_topic(topic)
-        return sort_queues(await routes.subscribe_queues(topic))
+        return self._user_queues(sort_queues(await routes.subscribe_queues(topic)))
 
     # --- offsets -----------------------------------------------------------------------------
 
     async def committed(self, mq: MessageQueue) -> int:
         """The group's committed offset of ``mq`` as stored (broker, or local file); -1 if none."""
+        mq = self._wire_queue(mq)
         offset = await self.offsets.read_from_broker(mq)
         if mq not in self._queues:
             self.offsets.remove(mq)  # reading is not owning: keep it out of the auto-commits
@@ -445,7 +460,8 @@ class LitePullConsumer(GroupMember):
                 await self._commit_state(state, quiet=False)
             return
         store = self.offsets
-        for mq, offset in offsets.items():
+        for user_mq, offset in offsets.items():
+            mq = self._wire_queue(user_mq)
             store.update(mq, offset, increase_only=False)
             await store.persist(mq)
 
@@ -558,4 +574,7 @@ class LitePullConsumer(GroupMember):
         other members are left alone (their owners get the same request). A failed write is
         logged: the next auto-commit (or :meth:`commit`) writes it again.
         """
+        if self.namespace is not None:  # the broker's names stay as they are (wrapping is idempotent)
+            topic = wrap_name(self.namespace, topic)
+            offsets = {self._wire_queue(mq): offset for mq, offset in offsets.items()}
         await reset_lite_offsets(self, topic, offsets)

@@ -20,7 +20,7 @@ from rocketmq_py.consumer._group_client import read_pull_reply, refresh_quietly,
 from rocketmq_py.consumer._lite_buffer import LiteQueue
 from rocketmq_py.consumer._pull_result import next_pull_action, pull_error_delay_ms
 from rocketmq_py.errors import RocketMQError
-from rocketmq_py.protocol import pull_request_header
+from rocketmq_py.protocol import pull_request_header, unwrap_name
 
 if TYPE_CHECKING:
     from rocketmq_py.consumer._lite_pull import LitePullConsumer
@@ -112,6 +112,9 @@ async def _pull_loop(consumer: LitePullConsumer, state: LiteQueue) -> None:
             process_queue_empty=pq.msg_count == 0,
         )
         if action.dispatch:
+            if consumer.namespace is not None:  # poll shows the topic without it (Java's resetTopic)
+                for msg in msgs:
+                    msg.topic = unwrap_name(consumer.namespace, msg.topic)
             consumer._buffer.append(state, msgs)
         if action.drop_queue:
             # Java's lite consumer carries on from the broker's nextBeginOffset.

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from os import PathLike
 from types import TracebackType
@@ -65,6 +65,9 @@ from rocketmq_py.protocol import (
     MessageModel,
     MessageQueue,
     SubscriptionData,
+    unwrap_queue,
+    wrap_name,
+    wrap_queue,
 )
 
 __all__ = ["GroupMember"]
@@ -78,6 +81,8 @@ class GroupMember:
     Args:
         group: the consumer group.
         namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
+        namespace: the namespace topics and the group are wrapped in on the wire; default
+            ``config.namespace``.
         strategy: allocation strategy name or object.
         message_model: CLUSTERING (the group shares the queues) or BROADCASTING (every queue).
         consume_from_where: where a queue without a committed offset starts.
@@ -99,6 +104,7 @@ class GroupMember:
         group: str,
         *,
         namesrv: str | None,
+        namespace: str | None,
         strategy: str | AllocateStrategy,
         message_model: MessageModel | str,
         consume_from_where: ConsumeFromWhere | str,
@@ -110,10 +116,16 @@ class GroupMember:
         client_options: dict[str, Any],
     ) -> None:
         validate_group(group)
-        self.group = group
         self.config = config or ClientConfig(**client_options)
         if namesrv is not None:
             self.config.namesrv = namesrv
+        if namespace is not None:
+            self.config.namespace = namespace
+        #: The namespace topics and the group are wrapped in (``None``: none).
+        self.namespace = self.config.checked_namespace()
+        #: The group as the brokers know it (``<namespace>%<group>`` in a namespace, as Java's
+        #: ``getConsumerGroup`` after ``start``).
+        self.group = wrap_name(self.namespace, group)
         self.strategy = get_strategy(strategy)
         self.message_model = MessageModel(message_model)
         self.consume_from_where = ConsumeFromWhere(consume_from_where)
@@ -171,6 +183,15 @@ class GroupMember:
             raise StateError("the consumer is not started")
         return self._offsets
 
+    def _wire_queue(self, mq: MessageQueue) -> MessageQueue:
+        """A queue the user named, as the brokers know it (wrapped in the namespace)."""
+        return wrap_queue(self.namespace, mq)
+
+    def _user_queues(self, queues: Iterable[MessageQueue]) -> list[MessageQueue]:
+        """Queues as the user knows them (the namespace taken off), in the given order."""
+        namespace = self.namespace
+        return list(queues) if namespace is None else [unwrap_queue(namespace, mq) for mq in queues]
+
     def _running(self) -> trio.Nursery:
         if self._nursery is None or self._instance is None:
             raise StateError(
@@ -183,6 +204,7 @@ class GroupMember:
     def _subscribe(self, topic: str, expression: str, expression_type: str) -> None:
         """Record a subscription; a running member registers it and rebalances at once."""
         validate_topic(topic)
+        topic = wrap_name(self.namespace, topic)
         kind = ExpressionType(expression_type.upper())
         self._expressions[topic] = (expression, kind)
         self._set_subscription(topic, expression, kind)

@@ -236,6 +236,7 @@ class OrderlyService:
             consumer.listener,
             msgs,
             group=consumer.group,
+            namespace=consumer.namespace,
             queue=state.mq,
             timeout=consumer.consume_timeout,
             read=ConsumeOrderlyStatus.of,
@@ -281,6 +282,7 @@ class OrderlyService:
             consumer.group,
             reconsume_times=msg.reconsume_times,
             max_reconsume_times=consumer.max_reconsume_times,
+            namespace=consumer.namespace,
         )
         try:
             await consumer._inner().send(retry)

@@ -52,6 +52,7 @@ from rocketmq_py.errors import BrokerError, broker_error_for
 from rocketmq_py.protocol._codes import ResponseCode
 from rocketmq_py.protocol._message import MessageExt
 from rocketmq_py.protocol._names import retry_topic
+from rocketmq_py.protocol._namespace import unwrap_name
 from rocketmq_py.protocol._properties import PropertyKey
 from rocketmq_py.protocol._pull_request import PullSysFlag
 
@@ -281,11 +282,14 @@ def process_found_messages(
     return kept
 
 
-def restore_retry_topic(msgs: Iterable[MessageExt], consumer_group: str) -> None:
+def restore_retry_topic(
+    msgs: Iterable[MessageExt], consumer_group: str, namespace: str | None = None
+) -> None:
     """Give messages pulled from ``%RETRY%<group>`` their original topic back, in place.
 
     A message is changed only if its topic is this group's retry topic and it carries the
-    RETRY_TOPIC property (Java ``resetRetryAndNamespace``, run before each listener call).
+    RETRY_TOPIC property (Java ``resetRetryAndNamespace``, run before each listener call). In a
+    ``namespace`` (``consumer_group`` is then the wrapped group), every topic also loses it.
     """
     group_topic = retry_topic(consumer_group)
     for msg in msgs:
@@ -293,6 +297,8 @@ def restore_retry_topic(msgs: Iterable[MessageExt], consumer_group: str) -> None
             original = msg.properties.get(PropertyKey.RETRY_TOPIC)
             if original:
                 msg.topic = original
+        if namespace is not None:
+            msg.topic = unwrap_name(namespace, msg.topic)
 
 
 def set_consume_start_time(msgs: Iterable[MessageExt], now_ms: int) -> None:

@@ -45,6 +45,7 @@ import logging
 import time
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import trio
@@ -94,6 +95,8 @@ from rocketmq_py.protocol import (
     MessageModel,
     MessageQueue,
     retry_topic,
+    unwrap_queue,
+    wrap_name,
 )
 
 __all__ = [
@@ -115,6 +118,10 @@ class PushConsumer(GroupMember):
     Args:
         group: the consumer group.
         namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
+        namespace: consume in this namespace (Java ``setNamespace``): topics and the group are
+            ``<namespace>%<name>`` on the wire (retry topic ``%RETRY%<namespace>%<group>``);
+            the listener, statistics and queues show plain names; default ``config.namespace``.
+            ``group`` then holds the wrapped name.
         listener: called with a list of messages (at most ``consume_batch_max_size``).
         strategy: allocation strategy name (``"AVG"``, ``"AVG_BY_CIRCLE"``, ``"CONSISTENT_HASH"``)
             or an :class:`AllocateStrategy`.
@@ -151,6 +158,7 @@ class PushConsumer(GroupMember):
         group: str,
         *,
         namesrv: str | None = None,
+        namespace: str | None = None,
         listener: Listener | None = None,
         strategy: str | AllocateStrategy = "AVG",
         message_model: MessageModel | str = MessageModel.CLUSTERING,
@@ -177,6 +185,7 @@ class PushConsumer(GroupMember):
         super().__init__(
             group,
             namesrv=namesrv,
+            namespace=namespace,
             strategy=strategy,
             message_model=message_model,
             consume_from_where=consume_from_where,
@@ -234,11 +243,14 @@ class PushConsumer(GroupMember):
 
     def owned_queues(self) -> list[MessageQueue]:
         """The queues this member currently pulls, sorted."""
-        return sort_queues(self._queues)
+        return self._user_queues(sort_queues(self._queues))
 
     def statistics(self) -> list[QueueStatistics]:
         """Per owned queue: cache, flow control, lock, pull/consume times and the committed offset."""
-        return queue_statistics(self._queues, self._offsets, orderly=self.orderly)
+        stats = queue_statistics(self._queues, self._offsets, orderly=self.orderly)
+        if self.namespace is None:
+            return stats
+        return [replace(s, queue=unwrap_queue(self.namespace, s.queue)) for s in stats]
 
     # --- lifecycle (see GroupMember) -----------------------------------------------------------------
 
@@ -341,6 +353,9 @@ class PushConsumer(GroupMember):
         starts the queues again from the new offsets. Queues we do not own are left alone (their
         owners get the same request).
         """
+        if self.namespace is not None:  # the broker's names stay as they are (wrapping is idempotent)
+            topic = wrap_name(self.namespace, topic)
+            offsets = {self._wire_queue(mq): offset for mq, offset in offsets.items()}
         reset = await self._assignment.reset(topic, offsets)
         log.info("%s: offsets of %d queues of %s reset: %s", self.group, len(reset), topic, offsets)
         self._rebalance_now.set()
@@ -351,7 +366,9 @@ class PushConsumer(GroupMember):
         """CONSUME_MESSAGE_DIRECTLY: call the listener once with ``[msg]`` (no retry, no send-back)."""
         if self.listener is None:
             raise ClientError(f"the consumer of {self.group} has no listener")
-        return await consume_directly(self.listener, msg, group=self.group, orderly=self.orderly)
+        return await consume_directly(
+            self.listener, msg, group=self.group, orderly=self.orderly, namespace=self.namespace
+        )
 
     async def _consume_directly(
         self, msg: MessageExt, broker_name: str | None

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from rocketmq_py.protocol._message import Message, MessageExt
 from rocketmq_py.protocol._names import retry_topic
+from rocketmq_py.protocol._namespace import wrap_name
 from rocketmq_py.protocol._properties import PropertyKey
 
 __all__ = ["retry_message"]
@@ -28,7 +29,14 @@ __all__ = ["retry_message"]
 _FIRST_RETRY_DELAY_LEVEL = 3
 
 
-def retry_message(msg: MessageExt, group: str, *, reconsume_times: int, max_reconsume_times: int) -> Message:
+def retry_message(
+    msg: MessageExt,
+    group: str,
+    *,
+    reconsume_times: int,
+    max_reconsume_times: int,
+    namespace: str | None = None,
+) -> Message:
     """The copy of ``msg`` to send to ``%RETRY%<group>``.
 
     Args:
@@ -38,10 +46,12 @@ def retry_message(msg: MessageExt, group: str, *, reconsume_times: int, max_reco
             message's; orderly: the message's, already counted).
         max_reconsume_times: the group's limit, sent along so the broker can move the copy to
             ``%DLQ%<group>`` once it is reached.
+        namespace: the consumer's namespace: ``group`` is wrapped already, ``msg.topic`` (as the
+            listener saw it) is wrapped for ``RETRY_TOPIC``.
     """
     copy = Message(retry_topic(group), msg.body, flag=msg.flag, properties=dict(msg.properties))
     properties = copy.properties
-    properties[PropertyKey.RETRY_TOPIC] = msg.topic
+    properties[PropertyKey.RETRY_TOPIC] = wrap_name(namespace, msg.topic)
     properties[PropertyKey.ORIGIN_MESSAGE_ID] = (
         msg.properties.get(PropertyKey.ORIGIN_MESSAGE_ID) or msg.msg_id
     )

@@ -31,6 +31,7 @@ from rocketmq_py.errors import (
     StateError,
 )
 from rocketmq_py.producer._fault import FaultConfig, QueueSelector
+from rocketmq_py.producer._namespace import user_result, wire_message, wire_queue, wire_selector
 from rocketmq_py.producer._recall import recall_message
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader
@@ -50,7 +51,9 @@ from rocketmq_py.protocol import (
     PropertyKey,
     UniqKeyGenerator,
     encode_batch,
+    unwrap_queue,
     validate_batch,
+    wrap_name,
 )
 from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
 
@@ -76,6 +79,10 @@ class Producer(SendPath):
     Args:
         group: the producer group (shown by admin tools; needed for transactions).
         namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
+        namespace: send in this namespace (Java ``setNamespace``): topics and the group are
+            ``<namespace>%<name>`` on the wire, results and selectors see plain names; default
+            ``config.namespace``. ``group`` then holds the wrapped name, as Java's
+            ``getProducerGroup`` after ``start``.
         send_timeout: seconds for a whole send: route lookup plus every attempt.
         attempt_timeout: seconds one attempt may take before it is abandoned and retried on
             another broker (``None``: an attempt may use the whole remaining budget, as Java).
@@ -97,6 +104,7 @@ class Producer(SendPath):
         group: str = DEFAULT_PRODUCER_GROUP,
         *,
         namesrv: str | None = None,
+        namespace: str | None = None,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
         attempt_timeout: float | None = DEFAULT_ATTEMPT_TIMEOUT,
         retry_times: int = DEFAULT_RETRY_TIMES,
@@ -112,10 +120,14 @@ class Producer(SendPath):
         **client_options: Any,
     ) -> None:
         validate_producer_group(group)
-        self.group = group
         self.config = config or ClientConfig(**client_options)
         if namesrv is not None:
             self.config.namesrv = namesrv
+        if namespace is not None:
+            self.config.namespace = namespace
+        #: The namespace topics and the group are wrapped in (``None``: none).
+        self.namespace = self.config.checked_namespace()
+        self.group = wrap_name(self.namespace, group)
         self.send_timeout = send_timeout
         self.attempt_timeout = attempt_timeout
         self.retry_times = retry_times
@@ -126,7 +138,7 @@ class Producer(SendPath):
         self.compress_level = compress_level
         self.auto_create_topic = auto_create_topic
         self.default_topic_queue_nums = default_topic_queue_nums
-        self._send_header = SendHeader(group, default_topic_queue_nums)
+        self._send_header = SendHeader(self.group, default_topic_queue_nums)
         self.fault_config = fault or FaultConfig()
         # Trio's clock, not time.monotonic: latencies and benches then follow the run's clock
         # (a MockClock in tests), and the table is only read inside the run.
@@ -263,13 +275,26 @@ class Producer(SendPath):
             TransportError: every attempt failed to reach a broker.
         """
         validate_message(message, self.max_message_size, reserved=self._reserved)
-        return await self._send(
-            message, batch=False, selector=selector, arg=arg, queue=queue, timeout=timeout
+        namespace = self.namespace
+        if namespace is None:
+            return await self._send(
+                message, batch=False, selector=selector, arg=arg, queue=queue, timeout=timeout
+            )
+        result = await self._send(
+            wire_message(namespace, message),
+            batch=False,
+            selector=wire_selector(namespace, selector, message),
+            arg=arg,
+            queue=wire_queue(namespace, queue),
+            timeout=timeout,
         )
+        return user_result(namespace, result)
 
     async def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
         """Send without waiting for the broker (no result, no retry; lost if the broker is down)."""
         validate_message(message, self.max_message_size, reserved=self._reserved)
+        if self.namespace is not None:
+            message, queue = wire_message(self.namespace, message), wire_queue(self.namespace, queue)
         with trio.move_on_after(self.send_timeout):
             info = await self.instance.routes.publish_info(message.topic)
             mq = queue or self._selector.select(info, None, self._fault)
@@ -302,7 +327,7 @@ class Producer(SendPath):
             body = message.body
             if not body or len(body) > max_size or message.properties:
                 validate_message(message, max_size, reserved=reserved)
-        wrapper = Message(messages[0].topic, b"")
+        wrapper = Message(wrap_name(self.namespace, messages[0].topic), b"")
         wrapper.properties[PropertyKey.WAIT_STORE_MSG_OK] = messages[0].properties.get(
             PropertyKey.WAIT_STORE_MSG_OK, "true"
         )
@@ -313,12 +338,14 @@ class Producer(SendPath):
         wrapper.body = encode_batch(messages)
         if len(wrapper.body) > self.max_message_size:
             raise MessageTooLarge(len(wrapper.body), self.max_message_size)
+        if self.namespace is not None:
+            queue = wire_queue(self.namespace, queue)
         result = await self._send(wrapper, batch=True, selector=None, arg=None, queue=queue, timeout=timeout)
         return send_result(
             result.status,
             ",".join(inner_ids),
             result.offset_msg_id,
-            result.queue,
+            unwrap_queue(self.namespace, result.queue),
             result.queue_offset,
             result.transaction_id,
             result.region_id,
@@ -351,6 +378,8 @@ class Producer(SendPath):
             BrokerError: the broker refused: ``NoPermission`` (recall disabled on it),
                 ``IllegalOperation`` (the delivery time has passed, or a handle it did not issue).
         """
+        if self.namespace is not None:  # the handle names the topic as the broker stored it
+            topic = wrap_name(self.namespace, topic)
         return await recall_message(
             self.instance,
             self.group,

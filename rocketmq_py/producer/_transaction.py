@@ -40,6 +40,8 @@ from rocketmq_py.protocol import (
     decode_messages,
     decode_offset_msg_id,
     from_ext_fields,
+    unwrap_name,
+    wrap_name,
 )
 
 __all__ = ["CheckTransaction", "ExecuteLocalTransaction", "TransactionProducer", "TransactionSendResult"]
@@ -170,7 +172,7 @@ class TransactionProducer(Producer):
             commit_log_offset=commit_log_offset,
             commit_or_rollback=int(state),
             msg_id=result.msg_id,
-            topic=result.queue.topic,
+            topic=wrap_name(self.namespace, result.queue.topic),
             from_transaction_check=False,
             transaction_id=result.transaction_id,
             broker_name=result.queue.broker_name,
@@ -188,6 +190,9 @@ class TransactionProducer(Producer):
             log.warning("CHECK_TRANSACTION_STATE without a message: %s", header)
             return None
         message = messages[0]
+        wire_topic = message.topic
+        # The callback sees the topic without the namespace (Java's checkTransactionState too).
+        message.topic = unwrap_name(self.namespace, wire_topic)
         uniq = message.properties.get(PropertyKey.UNIQ_KEY) or header.msg_id or message.offset_msg_id
         transaction_id = header.transaction_id or message.properties.get(PropertyKey.TRANSACTION_ID) or uniq
         remark = None
@@ -203,7 +208,7 @@ class TransactionProducer(Producer):
             commit_log_offset=header.commit_log_offset,
             commit_or_rollback=int(state),
             msg_id=uniq,
-            topic=header.topic or message.topic,
+            topic=header.topic or wire_topic,
             from_transaction_check=True,
             transaction_id=transaction_id,
             broker_name=header.broker_name,

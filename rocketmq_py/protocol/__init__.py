@@ -131,6 +131,16 @@ from rocketmq_py.protocol._names import (
     is_retry_topic,
     retry_topic,
 )
+from rocketmq_py.protocol._namespace import (
+    NAMESPACE_SEPARATOR,
+    is_system_resource,
+    namespace_of,
+    unwrap_name,
+    unwrap_queue,
+    validate_namespace,
+    wrap_name,
+    wrap_queue,
+)
 from rocketmq_py.protocol._properties import (
     KEY_SEPARATOR,
     MAX_PROPERTIES_BYTES,
@@ -190,6 +200,7 @@ __all__ = [
     "MAX_DECOMPRESSED_BYTES",
     "MAX_DEPTH",
     "MAX_PROPERTIES_BYTES",
+    "NAMESPACE_SEPARATOR",
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_SEPARATOR",
     "PROP_ALLOCATE_STRATEGY",
@@ -307,9 +318,11 @@ __all__ = [
     "from_ext_fields",
     "is_group_topic",
     "is_retry_topic",
+    "is_system_resource",
     "iter_batch",
     "java_string_hash",
     "maybe_compress",
+    "namespace_of",
     "pack_socket_address",
     "parse_fastjson",
     "pull_request_header",
@@ -319,5 +332,10 @@ __all__ = [
     "send_header_to_v2",
     "to_ext_fields",
     "uniq_key_timestamp",
+    "unwrap_name",
+    "unwrap_queue",
     "validate_batch",
+    "validate_namespace",
+    "wrap_name",
+    "wrap_queue",
 ]

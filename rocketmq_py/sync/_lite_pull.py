@@ -49,6 +49,7 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
         group: str,
         *,
         namesrv: str | None = None,
+        namespace: str | None = None,
         strategy: str | AllocateStrategy = "AVG",
         message_model: MessageModel | str = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
@@ -71,6 +72,7 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
             AsyncLitePullConsumer(
                 group,
                 namesrv=namesrv,
+                namespace=namespace,
                 strategy=strategy,
                 message_model=message_model,
                 consume_from_where=consume_from_where,

@@ -45,6 +45,7 @@ class Producer(SyncClient[AsyncProducer]):
         group: str = DEFAULT_PRODUCER_GROUP,
         *,
         namesrv: str | None = None,
+        namespace: str | None = None,
         send_timeout: float = DEFAULT_SEND_TIMEOUT,
         attempt_timeout: float | None = DEFAULT_ATTEMPT_TIMEOUT,
         retry_times: int = DEFAULT_RETRY_TIMES,
@@ -63,6 +64,7 @@ class Producer(SyncClient[AsyncProducer]):
             AsyncProducer(
                 group,
                 namesrv=namesrv,
+                namespace=namespace,
                 send_timeout=send_timeout,
                 attempt_timeout=attempt_timeout,
                 retry_times=retry_times,

@@ -52,6 +52,7 @@ class PushConsumer(SyncClient[AsyncPushConsumer]):
         group: str,
         *,
         namesrv: str | None = None,
+        namespace: str | None = None,
         listener: Listener | None = None,
         strategy: str | AllocateStrategy = "AVG",
         message_model: MessageModel | str = MessageModel.CLUSTERING,
@@ -79,6 +80,7 @@ class PushConsumer(SyncClient[AsyncPushConsumer]):
             AsyncPushConsumer(
                 group,
                 namesrv=namesrv,
+                namespace=namespace,
                 listener=listener,
                 strategy=strategy,
                 message_model=message_model,

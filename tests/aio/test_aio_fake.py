@@ -675,3 +675,26 @@ async def test_lite_pull_consumer_queue_change_listener_on_the_loop_assigns_with
     got, heard = await on_asyncio(main())
     assert got == [b"0-0", b"0-2", b"1-0", b"1-2"]  # tag "a" only
     assert heard == [(TOPIC, 2, "asyncio")]
+
+
+async def test_namespace_passes_through_the_asyncio_facade(broker: FakeBroker) -> None:
+    wire = f"ns1%{TOPIC}"
+    broker.add_topic(wire, queues=2)
+
+    async def main() -> tuple[str, list[MessageQueue], list[MessageExt]]:
+        async with Producer("pg-aio", namesrv=broker.address, namespace="ns1") as producer:
+            result = await producer.send(Message(TOPIC, b"wrapped"), queue=MessageQueue(TOPIC, "broker-a", 0))
+        consumer = LitePullConsumer(GROUP, namesrv=broker.address, namespace="ns1", auto_commit=False)
+        async with consumer:
+            queues = await consumer.fetch_message_queues(TOPIC)
+            consumer.assign(queues)
+            await consumer.seek_to_begin(queues[0])
+            got = await consumer.poll(timeout=5)
+        return result.queue.topic, queues, got
+
+    topic, queues, got = await on_asyncio(main())
+    assert topic == TOPIC
+    assert queues == [MessageQueue(TOPIC, "broker-a", 0), MessageQueue(TOPIC, "broker-a", 1)]
+    assert [(m.topic, m.body) for m in got] == [(TOPIC, b"wrapped")]
+    assert [m.body for m in broker.messages(wire, 0)] == [b"wrapped"]
+    assert {cmd.ext_fields["topic"] for cmd in broker.requests(RequestCode.PULL_MESSAGE)} == {wire}

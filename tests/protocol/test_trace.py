@@ -36,7 +36,19 @@ JAVA_BODY = (
     + F
     + S.join(["SubAfter", "REQ", "ID2", "4", "false", "null", "4", "1764000000100", "cg"])
     + F
-    + S.join(["EndTransaction", "1764000000200", "DefaultRegion", "pg", "T", "ID3", "null", "null", "127.0.0.1:10911"])
+    + S.join(
+        [
+            "EndTransaction",
+            "1764000000200",
+            "DefaultRegion",
+            "pg",
+            "T",
+            "ID3",
+            "null",
+            "null",
+            "127.0.0.1:10911",
+        ]
+    )
     + S
     + S.join(["2", "TX3", "COMMIT_MESSAGE", "false"])
     + F
@@ -118,7 +130,9 @@ def test_an_old_pub_record_without_offset_id_and_unknown_kinds_decode() -> None:
     assert (pub.offset_msg_id, pub.success, pub.msg_type) == ("", False, TraceMessageType.DELAY)
 
 
-_text = st.text(st.characters(exclude_characters="\x01\x02", exclude_categories=["Cs"])).filter(lambda t: t != "null")
+_text = st.text(st.characters(exclude_characters="\x01\x02", exclude_categories=["Cs"])).filter(
+    lambda t: t != "null"
+)
 
 
 @given(_text, _text, st.integers(0, 2**40), st.booleans(), st.sampled_from(ConsumeReturnType))
@@ -128,7 +142,14 @@ def test_records_round_trip(group: str, keys: str, ts: int, ok: bool, code: Cons
             timestamp=ts, region_id="R", group=group, request_id="r", msg_id="m", retry_times=1, keys=keys
         ),
         SubAfterTrace(
-            request_id="r", msg_id="m", cost_ms=1, success=ok, keys=keys, context_code=code, timestamp=ts, group=group
+            request_id="r",
+            msg_id="m",
+            cost_ms=1,
+            success=ok,
+            keys=keys,
+            context_code=code,
+            timestamp=ts,
+            group=group,
         ),
     ]
     assert decode_trace_data(encode_trace_data(records)) == records

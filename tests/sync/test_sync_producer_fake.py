@@ -122,3 +122,18 @@ async def test_lifecycle_errors(broker: FakeBroker) -> None:
 
     await blocking(run)
     assert _threads() == []
+
+
+async def test_namespace_passes_through_the_blocking_facade(broker: FakeBroker) -> None:
+    broker.add_topic(f"ns1%{TOPIC}", queues=2)
+
+    def run() -> None:
+        with Producer("pg-sync", namesrv=broker.address, namespace="ns1") as producer:
+            result = producer.send(Message(TOPIC, b"wrapped"))
+            assert result.queue == MessageQueue(TOPIC, "broker-a", result.queue.queue_id)
+
+    await blocking(run)
+    assert [m.body for q in range(2) for m in broker.messages(f"ns1%{TOPIC}", q)] == [b"wrapped"]
+    assert _stored(broker) == []
+    (send,) = broker.requests(RequestCode.SEND_MESSAGE_V2)
+    assert (send.ext_fields["a"], send.ext_fields["b"]) == ("ns1%pg-sync", f"ns1%{TOPIC}")

@@ -36,13 +36,8 @@ from typing import Any
 
 from rocketmq_py.protocol import ConsumeType, Message, MessageExt, MessageQueue
 
-__all__ = [
-    "ConsumeContext",
-    "Hook",
-    "SendContext",
-    "call_hooks",
-    "hook_list",
-]
+# call_hooks and hook_list are the clients' helpers, not API.
+__all__ = ["ConsumeContext", "Hook", "SendContext"]
 
 log = logging.getLogger("rocketmq_py.hooks")
 

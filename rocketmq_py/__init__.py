@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from rocketmq_py.consumer._lite_pull import LitePullConsumer
     from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer, QueueStatistics, RebalanceListener
     from rocketmq_py.consumer._queue_watch import QueueChangeListener
+    from rocketmq_py.hooks import ConsumeContext, Hook, SendContext
     from rocketmq_py.producer._fault import FaultConfig
     from rocketmq_py.producer._producer import Producer
     from rocketmq_py.producer._selectors import select_by_hash, select_by_random, select_by_sharding_key
@@ -46,6 +47,9 @@ __version__ = "0.1.0.dev0"
 _LAZY = {
     "ClientConfig": "rocketmq_py._client._config",
     "ConsumeStatus": "rocketmq_py.consumer._push",
+    "ConsumeContext": "rocketmq_py.hooks",
+    "Hook": "rocketmq_py.hooks",
+    "SendContext": "rocketmq_py.hooks",
     "PushConsumer": "rocketmq_py.consumer._push",
     "LitePullConsumer": "rocketmq_py.consumer._lite_pull",
     "ConsumeOrderlyStatus": "rocketmq_py.consumer._orderly",
@@ -89,10 +93,12 @@ __all__ = [
     "BrokerError",
     "ClientConfig",
     "ClientError",
+    "ConsumeContext",
     "ConsumeFromWhere",
     "ConsumeOrderlyStatus",
     "ConsumeStatus",
     "FaultConfig",
+    "Hook",
     "InvalidMessage",
     "LitePullConsumer",
     "LocalTransactionState",
@@ -109,6 +115,7 @@ __all__ = [
     "RequestTimeout",
     "RocketMQError",
     "RouteNotFound",
+    "SendContext",
     "SendCounts",
     "SendResult",
     "SendStatus",

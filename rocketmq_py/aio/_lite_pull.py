@@ -25,6 +25,7 @@ from rocketmq_py.consumer._lite_pull import (
 from rocketmq_py.consumer._lite_pull import LitePullConsumer as AsyncLitePullConsumer
 from rocketmq_py.consumer._queue_watch import TOPIC_METADATA_CHECK_INTERVAL_MS, QueueChangeListener
 from rocketmq_py.errors import RocketMQError, StateError
+from rocketmq_py.hooks import Hook
 from rocketmq_py.protocol import ConsumeFromWhere, ConsumerRunningInfo, MessageExt, MessageModel, MessageQueue
 
 __all__ = ["LitePullConsumer"]
@@ -67,6 +68,7 @@ class LitePullConsumer(AioClient[AsyncLitePullConsumer]):
         offsets_dir: str | PathLike[str] | None = None,
         handoff_delay: float = 1.0,
         topic_metadata_check_interval: float = TOPIC_METADATA_CHECK_INTERVAL_MS / 1000,
+        hooks: Iterable[Hook] = (),
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -90,10 +92,15 @@ class LitePullConsumer(AioClient[AsyncLitePullConsumer]):
                 offsets_dir=offsets_dir,
                 handoff_delay=handoff_delay,
                 topic_metadata_check_interval=topic_metadata_check_interval,
+                hooks=hooks,
                 config=config,
                 **client_options,
             )
         )
+
+    def register_hook(self, hook: Hook) -> None:
+        """Call ``hook`` around every consumption from now on (as the trio class's ``register_hook``)."""
+        self._client.register_hook(hook)
 
     # --- configuration -----------------------------------------------------------------------
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
 from rocketmq_py.aio._client import AioClient
+from rocketmq_py.hooks import Hook
 from rocketmq_py.producer._fault import FaultConfig
 from rocketmq_py.producer._producer import (
     DEFAULT_ATTEMPT_TIMEOUT,
@@ -57,6 +58,7 @@ class Producer(AioClient[AsyncProducer]):
         fault: FaultConfig | None = None,
         auto_create_topic: bool = True,
         default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+        hooks: Iterable[Hook] = (),
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -76,10 +78,15 @@ class Producer(AioClient[AsyncProducer]):
                 fault=fault,
                 auto_create_topic=auto_create_topic,
                 default_topic_queue_nums=default_topic_queue_nums,
+                hooks=hooks,
                 config=config,
                 **client_options,
             )
         )
+
+    def register_hook(self, hook: Hook) -> None:
+        """Call ``hook`` around every send attempt from now on (as the trio class's ``register_hook``)."""
+        self._client.register_hook(hook)
 
     @property
     def client_id(self) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any
 
 from rocketmq_py._client._config import ClientConfig
@@ -21,6 +21,7 @@ from rocketmq_py.consumer._flow import (
 )
 from rocketmq_py.consumer._push import Listener, QueueStatistics, RebalanceListener
 from rocketmq_py.consumer._push import PushConsumer as AsyncPushConsumer
+from rocketmq_py.hooks import Hook
 from rocketmq_py.protocol import (
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
@@ -79,6 +80,7 @@ class PushConsumer(AioClient[AsyncPushConsumer]):
         handoff_delay: float = 1.0,
         pull_max_idle_time: float = PULL_MAX_IDLE_TIME_MS / 1000,
         offsets_dir: str | None = None,
+        hooks: Iterable[Hook] = (),
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -107,10 +109,15 @@ class PushConsumer(AioClient[AsyncPushConsumer]):
                 handoff_delay=handoff_delay,
                 pull_max_idle_time=pull_max_idle_time,
                 offsets_dir=offsets_dir,
+                hooks=hooks,
                 config=config,
                 **client_options,
             )
         )
+
+    def register_hook(self, hook: Hook) -> None:
+        """Call ``hook`` around every consumption from now on (as the trio class's ``register_hook``)."""
+        self._client.register_hook(hook)
 
     def subscribe(self, topic: str, expression: str = "*", *, expression_type: str = "TAG") -> None:
         """Consume ``topic`` (before ``start()``, or while running)."""

@@ -35,9 +35,11 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
+from rocketmq_py.consumer._consume_hooks import consume_context, end_consume
 from rocketmq_py.consumer._flow import SEND_BACK_LOCAL_RETRY_DELAY_MS
 from rocketmq_py.consumer._listener import (
     ConsumeStatus,
+    Listener,
     concurrent_status,
     invoke_listener,
     is_async_listener,
@@ -46,6 +48,7 @@ from rocketmq_py.consumer._pull_result import restore_retry_topic, set_consume_s
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._retry import retry_message
 from rocketmq_py.errors import RocketMQError
+from rocketmq_py.hooks import Hook
 from rocketmq_py.protocol import MessageExt, wrap_name
 from rocketmq_py.protocol._names import RETRY_GROUP_TOPIC_PREFIX
 
@@ -65,6 +68,8 @@ DEADLINE_SLACK: Final = 1.0
 CHECKPOINT_EVERY: Final = 32
 
 _Batch = tuple[QueueState, list[MessageExt]]
+_SUCCESS = ConsumeStatus.CONSUME_SUCCESS.value
+_LATER = ConsumeStatus.RECONSUME_LATER.value
 
 
 class ConcurrentService:
@@ -191,6 +196,9 @@ class ConcurrentService:
         assert listener is not None
         if listener is not self._listener:
             self._listener, self._listener_async = listener, is_async_listener(listener)
+        hooks = consumer._hooks
+        if hooks:
+            return await self._call_hooked(hooks, state, msgs, listener)
         try:
             if self._listener_async:
                 result = await listener(msgs)  # type: ignore[misc]  # an awaitable, as checked
@@ -200,6 +208,32 @@ class ConcurrentService:
         except Exception:
             log.exception("%s: listener failed on %d messages of %s", consumer.group, len(msgs), state.mq)
             return False
+
+    async def _call_hooked(
+        self, hooks: list[Hook], state: QueueState, msgs: list[MessageExt], listener: Listener
+    ) -> bool:
+        """:meth:`_call` between the hooks' ``before_consume`` and ``after_consume``."""
+        consumer = self._consumer
+        ctx = consume_context(hooks, consumer.group, msgs, state.mq, orderly=False)
+        started = trio.current_time()
+        try:
+            if self._listener_async:
+                result = await listener(msgs)  # type: ignore[misc]  # an awaitable, as checked
+            else:
+                result = await invoke_listener(listener, msgs)
+            ok = result is None or concurrent_status(result) is ConsumeStatus.CONSUME_SUCCESS
+        except Exception as exc:
+            log.exception("%s: listener failed on %d messages of %s", consumer.group, len(msgs), state.mq)
+            end_consume(hooks, ctx, started, ok=False, status=_LATER, return_type="EXCEPTION", exception=exc)
+            return False
+        except BaseException as exc:  # cut by consume_timeout (or the consumer stops)
+            end_consume(hooks, ctx, started, ok=False, status=_LATER, return_type="TIME_OUT", exception=exc)
+            raise
+        if ok:
+            end_consume(hooks, ctx, started, ok=True, status=_SUCCESS, return_type="SUCCESS")
+        else:
+            end_consume(hooks, ctx, started, ok=False, status=_LATER, return_type="FAILED")
+        return ok
 
     def _settle(
         self,

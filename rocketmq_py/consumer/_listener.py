@@ -21,6 +21,7 @@ import trio
 
 from rocketmq_py.consumer._pull_result import restore_retry_topic, set_consume_start_time
 from rocketmq_py.errors import ClientError
+from rocketmq_py.hooks import ConsumeContext
 from rocketmq_py.protocol import ConsumeMessageDirectlyResult, ConsumeResult, MessageExt, MessageQueue
 
 __all__ = [
@@ -207,9 +208,13 @@ async def consume_call(
     timeout: float,  # noqa: ASYNC109 - the listener's deadline, Java's consumeTimeout
     read: Callable[[object], S],
     failed: S,
+    context: ConsumeContext | None = None,
 ) -> S:
     """One consumption: the listener called on ``msgs`` (topics restored, start time set) under
-    ``timeout``; its answer read by ``read``. An exception or the timeout is ``failed`` (logged)."""
+    ``timeout``; its answer read by ``read``. An exception or the timeout is ``failed`` (logged).
+
+    ``context`` (hooks registered): gets the exception and ``return_type`` of a failed call.
+    """
     restore_retry_topic(msgs, group, namespace)
     set_consume_start_time(msgs, int(time.time() * 1000))
     status = failed
@@ -222,6 +227,10 @@ async def consume_call(
             log.warning(
                 "%s: listener took more than %g s on %d messages of %s", group, timeout, len(msgs), queue
             )
-    except Exception:
+            if context is not None:
+                context.return_type = "TIME_OUT"
+    except Exception as exc:
         log.exception("%s: listener failed on %d messages of %s", group, len(msgs), queue)
+        if context is not None:
+            context.return_type, context.exception = "EXCEPTION", exc
     return status

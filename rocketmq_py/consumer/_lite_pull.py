@@ -46,6 +46,7 @@ import trio
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._timestamp import offset_for_timestamp
 from rocketmq_py.consumer._allocate import AllocateStrategy, sort_queues
+from rocketmq_py.consumer._consume_hooks import report_polled
 from rocketmq_py.consumer._flow import (
     PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
     PULL_THRESHOLD_FOR_QUEUE,
@@ -63,6 +64,7 @@ from rocketmq_py.consumer._queue_watch import (
     QueueWatcher,
 )
 from rocketmq_py.errors import ClientError, RocketMQError, StateError
+from rocketmq_py.hooks import Hook, hook_list
 from rocketmq_py.producer._validation import validate_topic
 from rocketmq_py.protocol import (
     ConsumeFromWhere,
@@ -121,6 +123,8 @@ class LitePullConsumer(GroupMember):
         topic_metadata_check_interval: seconds between checks of the queues of the topics
             given to :meth:`register_queue_change_listener` (Java
             ``topicMetadataCheckIntervalMillis``, 30 s).
+        hooks: called around every consumption (:class:`~rocketmq_py.hooks.Hook`, Java's
+            ``ConsumeMessageHook``), e.g. :class:`rocketmq_py.otel.OpenTelemetryHook`.
     """
 
     _consume_type: ClassVar[ConsumeType] = ConsumeType.CONSUME_ACTIVELY
@@ -148,6 +152,7 @@ class LitePullConsumer(GroupMember):
         offsets_dir: str | PathLike[str] | None = None,
         handoff_delay: float = 1.0,
         topic_metadata_check_interval: float = TOPIC_METADATA_CHECK_INTERVAL_MS / 1000,
+        hooks: Iterable[Hook] = (),
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -171,6 +176,7 @@ class LitePullConsumer(GroupMember):
             config=config,
             client_options=client_options,
         )
+        self._hooks = hook_list(hooks)
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
         self.pull_batch_size = pull_batch_size
@@ -315,6 +321,8 @@ class LitePullConsumer(GroupMember):
                 self._running()
                 taken = self._buffer.take(None, one_batch=True)
                 if taken:
+                    if self._hooks:
+                        report_polled(self._hooks, self.group, taken)
                     return next(iter(taken.values()))
                 await self._buffer.wait_arrival()
         return []
@@ -340,9 +348,11 @@ class LitePullConsumer(GroupMember):
                 self._running()
                 taken = self._buffer.take(max_records, one_batch=False)
                 if taken:
-                    if self.namespace is None:
-                        return taken
-                    return {unwrap_queue(self.namespace, mq): msgs for mq, msgs in taken.items()}
+                    if self.namespace is not None:
+                        taken = {unwrap_queue(self.namespace, mq): msgs for mq, msgs in taken.items()}
+                    if self._hooks:
+                        report_polled(self._hooks, self.group, taken)
+                    return taken
                 await self._buffer.wait_arrival()
         return {}
 
@@ -356,6 +366,8 @@ class LitePullConsumer(GroupMember):
                 raise StopAsyncIteration
             taken = self._buffer.take(1, one_batch=True)
             if taken:
+                if self._hooks:
+                    report_polled(self._hooks, self.group, taken)
                 self._pending.extend(next(iter(taken.values())))
             else:
                 await self._buffer.wait_arrival()

@@ -49,6 +49,7 @@ from rocketmq_py.consumer._group_client import (
 )
 from rocketmq_py.consumer._offset_store_api import OffsetStore
 from rocketmq_py.errors import ClientError, RocketMQError, StateError
+from rocketmq_py.hooks import Hook, hook_list
 from rocketmq_py.producer._validation import validate_group, validate_topic
 from rocketmq_py.protocol import (
     PROP_ALLOCATE_STRATEGY,
@@ -146,6 +147,16 @@ class GroupMember:
         self._round_started = 0.0
         self._started_ms = 0
         self._started_at = 0.0
+        #: Called around each consumption (set by the subclass from its ``hooks`` argument).
+        self._hooks: list[Hook] = []
+
+    def register_hook(self, hook: Hook) -> None:
+        """Call ``hook`` around every consumption from now on, after the hooks given before.
+
+        Raises:
+            TypeError: ``hook`` is not a :class:`~rocketmq_py.hooks.Hook`.
+        """
+        self._hooks = [*self._hooks, *hook_list([hook])]
 
     # --- state -----------------------------------------------------------------------------------
 

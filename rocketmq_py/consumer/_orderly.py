@@ -26,6 +26,7 @@ import trio
 
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._route_service import RouteService
+from rocketmq_py.consumer._consume_hooks import consume_context, end_consume
 from rocketmq_py.consumer._flow import (
     PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
     REBALANCE_LOCK_INTERVAL_MS,
@@ -49,6 +50,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("rocketmq_py.consumer")
+
+_SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,18 +235,33 @@ class OrderlyService:
         pq = state.pq
         started = trio.current_time()
         assert consumer.listener is not None
-        status = await consume_call(
-            consumer.listener,
-            msgs,
-            group=consumer.group,
-            namespace=consumer.namespace,
-            queue=state.mq,
-            timeout=consumer.consume_timeout,
-            read=ConsumeOrderlyStatus.of,
-            failed=ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
-        )
+        hooks = consumer._hooks
+        ctx = consume_context(hooks, consumer.group, msgs, state.mq, orderly=True) if hooks else None
+        try:
+            status = await consume_call(
+                consumer.listener,
+                msgs,
+                group=consumer.group,
+                namespace=consumer.namespace,
+                queue=state.mq,
+                timeout=consumer.consume_timeout,
+                read=ConsumeOrderlyStatus.of,
+                failed=ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+                context=ctx,
+            )
+        except BaseException as exc:  # the consumer stops mid-call
+            if ctx is not None:
+                end_consume(
+                    hooks, ctx, started, ok=False, status=_SUSPEND, return_type="TIME_OUT", exception=exc
+                )
+            raise
         pq.last_consume_time = trio.current_time()
         ok = status is ConsumeOrderlyStatus.SUCCESS
+        if ctx is not None:
+            kind = ctx.return_type or ("SUCCESS" if ok else "FAILED")
+            end_consume(
+                hooks, ctx, started, ok=ok, status=status.value, return_type=kind, exception=ctx.exception
+            )
         counters = consumer._counters
         counters.count_consume(state.mq.topic, len(msgs), ok, started)
         if pq.dropped:

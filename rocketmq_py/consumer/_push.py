@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -82,6 +82,7 @@ from rocketmq_py.consumer._orderly import OrderlyService
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._statistics import ConsumeCounters, QueueStatistics, queue_statistics, rate_table
 from rocketmq_py.errors import ClientError, StateError
+from rocketmq_py.hooks import Hook, hook_list
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.protocol import (
     PROP_CONSUME_ORDERLY,
@@ -146,6 +147,8 @@ class PushConsumer(GroupMember):
         offsets_dir: (broadcasting) directory of the local offset files (default
             ``ROCKETMQ_PY_OFFSETS_DIR`` or ``~/.rocketmq_offsets``).
         config: client settings (timeouts, ACL, TLS, instance name, ...).
+        hooks: called around every consumption (:class:`~rocketmq_py.hooks.Hook`, Java's
+            ``ConsumeMessageHook``), e.g. :class:`rocketmq_py.otel.OpenTelemetryHook`.
         **client_options: :class:`ClientConfig` options (``instance_name``, ``client_ip``, ...),
             when ``config`` is not given. A broadcasting consumer finds its offset file by client
             id: give it a stable ``instance_name``.
@@ -179,6 +182,7 @@ class PushConsumer(GroupMember):
         handoff_delay: float = 1.0,
         pull_max_idle_time: float = PULL_MAX_IDLE_TIME_MS / 1000,
         offsets_dir: str | None = None,
+        hooks: Iterable[Hook] = (),
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -196,6 +200,7 @@ class PushConsumer(GroupMember):
             config=config,
             client_options=client_options,
         )
+        self._hooks = hook_list(hooks)
         self.listener = listener
         self.orderly = orderly
         self.suspend_current_queue_time = suspend_current_queue_time

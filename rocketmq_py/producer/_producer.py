@@ -16,7 +16,7 @@ frames, results) is the base class :class:`~rocketmq_py.producer._send_path.Send
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -30,6 +30,7 @@ from rocketmq_py.errors import (
     RequestTimeout,
     StateError,
 )
+from rocketmq_py.hooks import Hook, call_hooks, hook_list
 from rocketmq_py.producer._fault import FaultConfig, QueueSelector
 from rocketmq_py.producer._namespace import user_result, wire_message, wire_queue, wire_selector
 from rocketmq_py.producer._recall import recall_message
@@ -95,6 +96,8 @@ class Producer(SendPath):
         compress_level: the compression level (5, as Java).
         fault: latency fault tolerance settings; on by default (Java ships it off).
         auto_create_topic: send to unknown topics through the ``TBW102`` route (the broker creates them).
+        hooks: called around every send attempt (:class:`~rocketmq_py.hooks.Hook`, Java's
+            ``SendMessageHook``), e.g. :class:`rocketmq_py.otel.OpenTelemetryHook`.
         config: client settings (timeouts, ACL, TLS, instance name, ...); keyword arguments not
             listed here are passed to :class:`ClientConfig`.
     """
@@ -116,6 +119,7 @@ class Producer(SendPath):
         fault: FaultConfig | None = None,
         auto_create_topic: bool = True,
         default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
+        hooks: Iterable[Hook] = (),
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -153,6 +157,15 @@ class Producer(SendPath):
         self._route_rechecked: dict[str, float] = {}
         # trio.current_time, minus two calls: the run's clock, read per send (set once started).
         self._now: Callable[[], float] = trio.current_time
+        self._hooks = hook_list(hooks)
+
+    def register_hook(self, hook: Hook) -> None:
+        """Call ``hook`` around every send attempt from now on, after the hooks given before.
+
+        Raises:
+            TypeError: ``hook`` is not a :class:`~rocketmq_py.hooks.Hook`.
+        """
+        self._hooks = [*self._hooks, *hook_list([hook])]
 
     # --- lifecycle -------------------------------------------------------------------------------------
 
@@ -298,14 +311,35 @@ class Producer(SendPath):
         with trio.move_on_after(self.send_timeout):
             info = await self.instance.routes.publish_info(message.topic)
             mq = queue or self._selector.select(info, None, self._fault)
-            address, fields, body = await self._prepare(message, mq, batch=False)
-            await self.instance.api.send_message_oneway(address, fields, body)
+            if self._hooks:
+                await self._send_oneway_hooked(message, mq)
+            else:
+                address, fields, body = await self._prepare(message, mq, batch=False)
+                await self.instance.api.send_message_oneway(address, fields, body)
             self._stats.sent += 1
             return
         # Our error, not trio.TooSlowError (which is outside the error tree).
         raise RequestTimeout(
             f"sending to {message.topic} (oneway) did not finish within {self.send_timeout:g} s"
         )
+
+    async def _send_oneway_hooked(self, message: Message, mq: MessageQueue) -> None:
+        hooks = self._hooks
+        self._ensure_uniq_key(message)
+        ctx = self._send_context(message, mq, batch=False, oneway=True)
+        call_hooks(hooks, "before_send", ctx)
+        started = trio.current_time()
+        try:
+            address, fields, body = await self._prepare(message, mq, batch=False)
+            await self.instance.api.send_message_oneway(address, fields, body)
+        except BaseException as exc:
+            ctx.exception = exc
+            raise
+        else:
+            ctx.success = True
+        finally:
+            ctx.elapsed = trio.current_time() - started
+            call_hooks(hooks, "after_send", ctx)
 
     async def send_batch(
         self,

@@ -35,6 +35,7 @@ from rocketmq_py.errors import (
     StateError,
     TransportError,
 )
+from rocketmq_py.hooks import Hook, SendContext, call_hooks
 from rocketmq_py.producer._attempts import FailedAttempt, attempt_timeout, describe_attempts
 from rocketmq_py.producer._fault import LatencyFaultTolerance, QueueSelector
 from rocketmq_py.producer._selectors import SelectQueue
@@ -95,6 +96,7 @@ class SendPath:
     """What a producer does per send (see the module docstring); its settings are the producer's."""
 
     # Set by Producer.__init__ (settings) and when it starts (instance, uniq, clock).
+    group: str
     send_timeout: float
     attempt_timeout: float | None
     retry_times: int
@@ -109,6 +111,7 @@ class SendPath:
     _stats: ProducerStatistics
     _route_rechecked: dict[str, float]
     _now: Callable[[], float]
+    _hooks: list[Hook]
 
     @property
     def instance(self) -> ClientInstance:
@@ -183,6 +186,7 @@ class SendPath:
         stored: SendResult | None = None
         timed_out = False
         fault = self._fault
+        hooks = self._hooks
         started = now
         for attempt in range(attempts):
             if queue is not None:
@@ -212,7 +216,10 @@ class SendPath:
                 None if single else self.attempt_timeout, remaining, last=attempt + 1 == attempts
             )
             try:
-                result = await self._send_to(message, mq, batch=batch, timeout=limit)
+                if hooks:
+                    result = await self._send_hooked(hooks, message, mq, batch, limit, attempt + 1)
+                else:
+                    result = await self._send_to(message, mq, batch=batch, timeout=limit)
             except TransportError as exc:
                 self._record(mq.broker_name, started, isolation=True, reachable=True)
                 log.info("send to %s failed (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
@@ -285,6 +292,54 @@ class SendPath:
         if self._fault is not None:
             latency_ms = (trio.current_time() - started) * 1000.0
             self._fault.update(broker, latency_ms, isolation, reachable)
+
+    async def _send_hooked(
+        self,
+        hooks: list[Hook],
+        message: Message,
+        mq: MessageQueue,
+        batch: bool,
+        timeout: float,  # noqa: ASYNC109
+        attempt: int,
+    ) -> SendResult:
+        """:meth:`_send_to` between the hooks' ``before_send`` and ``after_send`` (Java ``sendKernelImpl``)."""
+        if not batch:
+            self._ensure_uniq_key(message)  # the hooks see the message's id
+        ctx = self._send_context(message, mq, batch=batch, oneway=False, attempt=attempt)
+        call_hooks(hooks, "before_send", ctx)
+        started = trio.current_time()
+        try:
+            result = await self._send_to(message, mq, batch=batch, timeout=timeout)
+        except BaseException as exc:
+            ctx.elapsed = trio.current_time() - started
+            ctx.exception = exc
+            call_hooks(hooks, "after_send", ctx)
+            raise
+        ctx.elapsed = trio.current_time() - started
+        ctx.result = result
+        ctx.success = True
+        call_hooks(hooks, "after_send", ctx)
+        return result
+
+    def _send_context(
+        self, message: Message, mq: MessageQueue, *, batch: bool, oneway: bool, attempt: int = 1
+    ) -> SendContext:
+        """What the hooks get for one attempt of sending ``message`` to ``mq``."""
+        instance = self.instance
+        properties = message.properties
+        return SendContext(
+            producer_group=self.group,
+            message=message,
+            queue=mq,
+            broker_address=instance.routes.master_address(mq.broker_name),
+            born_host=instance.config.client_ip or "",
+            attempt=attempt,
+            batch=batch,
+            oneway=oneway,
+            transactional=properties.get(PropertyKey.TRANSACTION_PREPARED) == "true",
+            delayed=PropertyKey.DELAY_TIME_LEVEL in properties
+            or not DELIVERY_TIME_KEYS.isdisjoint(properties),
+        )
 
     async def _send_to(
         self,

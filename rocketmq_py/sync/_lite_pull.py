@@ -26,6 +26,7 @@ from rocketmq_py.consumer._lite_pull import (
 from rocketmq_py.consumer._lite_pull import LitePullConsumer as AsyncLitePullConsumer
 from rocketmq_py.consumer._queue_watch import TOPIC_METADATA_CHECK_INTERVAL_MS, QueueChangeListener
 from rocketmq_py.errors import StateError
+from rocketmq_py.hooks import Hook
 from rocketmq_py.protocol import ConsumeFromWhere, ConsumerRunningInfo, MessageExt, MessageModel, MessageQueue
 from rocketmq_py.sync._facade import SyncClient
 from rocketmq_py.sync._portal import PortalState
@@ -65,6 +66,7 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
         offsets_dir: str | PathLike[str] | None = None,
         handoff_delay: float = 1.0,
         topic_metadata_check_interval: float = TOPIC_METADATA_CHECK_INTERVAL_MS / 1000,
+        hooks: Iterable[Hook] = (),
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -88,10 +90,15 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
                 offsets_dir=offsets_dir,
                 handoff_delay=handoff_delay,
                 topic_metadata_check_interval=topic_metadata_check_interval,
+                hooks=hooks,
                 config=config,
                 **client_options,
             )
         )
+
+    def register_hook(self, hook: Hook) -> None:
+        """Call ``hook`` around every consumption from now on (as the trio class's ``register_hook``)."""
+        self._read(self._client.register_hook, hook)
 
     # --- configuration -----------------------------------------------------------------------
 

@@ -1,0 +1,175 @@
+"""Send and consume hooks: code of yours called around every send attempt and every consumption.
+
+Java ``SendMessageHook`` / ``ConsumeMessageHook``. Subclass :class:`Hook`, override the methods you
+need, and give instances to a client::
+
+    class Timing(Hook):
+        def after_send(self, ctx: SendContext) -> None:
+            print(ctx.message.topic, ctx.success, ctx.elapsed)
+
+    producer = Producer("group", hooks=[Timing()])
+    consumer = PushConsumer("group", hooks=[Timing()])  # or consumer.register_hook(Timing())
+
+When they run:
+
+- ``before_send`` / ``after_send``: around each attempt of a send (a retry is a new attempt with
+  a new context), ``send_oneway`` and the half message of a transaction included. ``before_send``
+  runs before the request is encoded: properties it adds to ``ctx.message`` travel with the
+  message (that is how :mod:`rocketmq_py.otel` propagates a trace). ``after_send`` sees the
+  result or the exception.
+- ``before_consume`` / ``after_consume``: around each listener call of a push consumer (a batch
+  of messages of one queue), concurrent or orderly; for a lite pull consumer, once per queue's
+  messages returned by ``poll``, ``getmany`` or ``async for``, both at once (as Java).
+
+Hooks are plain functions called in the client's task, in the order they were registered, and
+must not block. An exception raised by a hook is logged and ignored: it never fails the send or
+the consumption. With no hook registered, no context is built.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rocketmq_py.protocol import ConsumeType, Message, MessageExt, MessageQueue
+
+# call_hooks and hook_list are the clients' helpers, not API.
+__all__ = ["ConsumeContext", "Hook", "SendContext"]
+
+log = logging.getLogger("rocketmq_py.hooks")
+
+
+@dataclass(eq=False, slots=True, kw_only=True)
+class SendContext:
+    """One send attempt, as a hook sees it (Java ``SendMessageContext``).
+
+    Attributes:
+        producer_group: the producer's group.
+        message: the message being sent (a batch's wrapper, whose body is the encoded batch,
+            when ``batch``); properties added to it in ``before_send`` are sent.
+        queue: the queue chosen for this attempt (``queue.broker_name`` is the broker's name).
+        broker_address: the broker master's address, when known before the attempt.
+        born_host: this client's IP address.
+        attempt: 1 for the first attempt of a send, 2 for the first retry, ...
+        batch: a ``send_batch``.
+        oneway: a ``send_oneway`` (no result comes back).
+        transactional: the half message of a transaction.
+        delayed: the message has a delay level or a delivery time.
+        namespace: the client's namespace (none yet: empty).
+        start_time: wall-clock seconds (``time.time()``) when the attempt began.
+        elapsed: seconds the attempt took (set before ``after_send``).
+        result: the broker's answer (``None`` until ``after_send``, and for failures and oneway sends).
+        exception: why the attempt failed (set before ``after_send``), else ``None``.
+        success: the attempt got an answer (or a oneway send was written).
+        state: scratch space shared by ``before_send`` and ``after_send`` of this attempt (Java's
+            ``mqTraceContext``), e.g. a span; key it by something of your hook's own.
+    """
+
+    producer_group: str
+    message: Message
+    queue: MessageQueue
+    broker_address: str | None = None
+    born_host: str = ""
+    attempt: int = 1
+    batch: bool = False
+    oneway: bool = False
+    transactional: bool = False
+    delayed: bool = False
+    namespace: str = ""
+    start_time: float = field(default_factory=time.time)
+    elapsed: float | None = None
+    result: Any = None  # SendResult (Any: keeps this module free of the producer package)
+    exception: BaseException | None = None
+    success: bool = False
+    state: dict[Any, Any] = field(default_factory=dict)
+
+    @property
+    def broker_name(self) -> str:
+        """The name of the broker this attempt goes to."""
+        return self.queue.broker_name
+
+
+@dataclass(eq=False, slots=True, kw_only=True)
+class ConsumeContext:
+    """One consumption of messages of one queue, as a hook sees it (Java ``ConsumeMessageContext``).
+
+    Attributes:
+        consumer_group: the consumer's group.
+        messages: the messages handed to the listener (or returned by the poll), of one queue.
+        queue: that queue.
+        consume_type: ``CONSUME_PASSIVELY`` (push consumer) or ``CONSUME_ACTIVELY`` (lite pull).
+        orderly: an orderly push consumer.
+        namespace: the client's namespace (none yet: empty).
+        start_time: wall-clock seconds (``time.time()``) when the consumption began.
+        elapsed: seconds the listener took (set before ``after_consume``).
+        status: the listener's answer as Java names it (``"CONSUME_SUCCESS"``,
+            ``"RECONSUME_LATER"``, ``"SUCCESS"``, ``"SUSPEND_CURRENT_QUEUE_A_MOMENT"``), set
+            before ``after_consume``.
+        return_type: how the call ended (Java ``ConsumeReturnType``): ``"SUCCESS"``,
+            ``"FAILED"`` (the listener asked for a retry), ``"EXCEPTION"`` or ``"TIME_OUT"``.
+        success: the messages were consumed (set before ``after_consume``).
+        exception: what the listener raised (or the cancellation that cut it), else ``None``.
+        state: scratch space shared by ``before_consume`` and ``after_consume`` of this call.
+    """
+
+    consumer_group: str
+    messages: Sequence[MessageExt]
+    queue: MessageQueue
+    consume_type: ConsumeType = ConsumeType.CONSUME_PASSIVELY
+    orderly: bool = False
+    namespace: str = ""
+    start_time: float = field(default_factory=time.time)
+    elapsed: float | None = None
+    status: str | None = None
+    return_type: str | None = None
+    success: bool = False
+    exception: BaseException | None = None
+    state: dict[Any, Any] = field(default_factory=dict)
+
+
+class Hook:
+    """Called around sends and consumptions; override the methods you need (all do nothing here).
+
+    Each method runs in the client's task and must not block; what it raises is logged and
+    ignored. :attr:`name` names the hook in those logs.
+    """
+
+    #: Shown in the log when the hook raises (default: the class name).
+    name: str | None = None
+
+    def before_send(self, ctx: SendContext) -> None:
+        """Before a send attempt is encoded: may add properties to ``ctx.message``."""
+
+    def after_send(self, ctx: SendContext) -> None:
+        """After a send attempt: ``ctx.result`` or ``ctx.exception``, ``ctx.elapsed`` are set."""
+
+    def before_consume(self, ctx: ConsumeContext) -> None:
+        """Before the listener gets ``ctx.messages`` (lite pull: before they are returned)."""
+
+    def after_consume(self, ctx: ConsumeContext) -> None:
+        """After the listener returned: ``ctx.status``, ``ctx.success``, ``ctx.elapsed`` are set."""
+
+
+def hook_list(hooks: Iterable[Hook]) -> list[Hook]:
+    """``hooks`` as a list, each checked to be a :class:`Hook`.
+
+    Raises:
+        TypeError: an item is not a :class:`Hook`.
+    """
+    checked = list(hooks)
+    for hook in checked:
+        if not isinstance(hook, Hook):
+            raise TypeError(f"a hook must be a rocketmq_py.Hook, got {type(hook).__name__}")
+    return checked
+
+
+def call_hooks(hooks: Sequence[Hook], method: str, ctx: SendContext | ConsumeContext) -> None:
+    """Call ``method`` (e.g. ``"before_send"``) of every hook on ``ctx``, in order; log what raises."""
+    for hook in hooks:
+        try:
+            getattr(hook, method)(ctx)
+        except Exception:
+            log.exception("hook %s failed in %s", hook.name or type(hook).__name__, method)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Final, Self
 
 import trio
 
@@ -32,6 +32,7 @@ from rocketmq_py.errors import (
 )
 from rocketmq_py.producer._fault import FaultConfig, QueueSelector
 from rocketmq_py.producer._recall import recall_message
+from rocketmq_py.producer._request import send_request
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader
 from rocketmq_py.producer._send_path import ProducerStatistics, SendPath, send_result
@@ -44,12 +45,15 @@ from rocketmq_py.producer._validation import (
     validate_producer_group,
 )
 from rocketmq_py.protocol import (
+    REPLY_MESSAGE_FLAG,
     CompressionType,
     Message,
+    MessageExt,
     MessageQueue,
     PropertyKey,
     UniqKeyGenerator,
     encode_batch,
+    is_reply,
     validate_batch,
 )
 from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
@@ -57,6 +61,15 @@ from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPR
 __all__ = ["Producer", "ProducerStatistics"]
 
 
+#: The properties a reply (``create_reply``) carries that other messages may not set.
+REPLY_PROPERTY_KEYS: Final = frozenset(
+    {
+        PropertyKey.MESSAGE_TYPE,
+        PropertyKey.CORRELATION_ID,
+        PropertyKey.REPLY_TO_CLIENT,
+        PropertyKey.MESSAGE_TTL,
+    }
+)
 #: Java ``DefaultMQProducer.sendMsgTimeout``: the whole send, retries and route lookup included.
 DEFAULT_SEND_TIMEOUT = 3.0
 #: Java ``retryTimesWhenSendFailed``: a failed synchronous send is tried this many more times.
@@ -262,19 +275,66 @@ class Producer(SendPath):
             RequestTimeout: the deadline passed.
             TransportError: every attempt failed to reach a broker.
         """
-        validate_message(message, self.max_message_size, reserved=self._reserved)
+        validate_message(message, self.max_message_size, reserved=self._reserved_for(message))
         return await self._send(
             message, batch=False, selector=selector, arg=arg, queue=queue, timeout=timeout
         )
 
+    def _reserved_for(self, message: Message) -> frozenset[str]:
+        # A reply (see create_reply) carries the request's correlation properties.
+        if message.properties.get(PropertyKey.MESSAGE_TYPE) == REPLY_MESSAGE_FLAG:
+            return self._reserved - REPLY_PROPERTY_KEYS
+        return self._reserved
+
+    async def request(
+        self,
+        message: Message,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the whole request's deadline, as Java's
+        selector: SelectQueue | None = None,
+        arg: Any = None,
+        queue: MessageQueue | None = None,
+    ) -> MessageExt:
+        """Send a request and wait for its reply (Java ``DefaultMQProducer.request``).
+
+        A responder consumes the request and sends :func:`~rocketmq_py.create_reply` of it with
+        any producer; the broker pushes that reply to this client. The message gets the
+        properties ``CORRELATION_ID``, ``REPLY_TO_CLIENT`` and ``TTL``.
+
+        Args:
+            message: the request (any topic a responder consumes).
+            timeout: seconds for the whole call, send and reply (default ``send_timeout``).
+            selector: choose the queue yourself (as in :meth:`send`); one attempt.
+            arg: passed to ``selector``.
+            queue: send to this queue; one attempt.
+
+        Returns:
+            The reply message (its topic is ``<cluster>_REPLY_TOPIC``).
+
+        Raises:
+            InvalidMessage: the message fails validation (nothing was sent).
+            RequestReplyTimeout: no reply within ``timeout`` (its ``sent`` tells whether the
+                request was stored); a later reply is dropped.
+            BrokerError, RouteNotFound, TransportError: the request could not be sent.
+        """
+        validate_message(message, self.max_message_size, reserved=self._reserved)
+        return await send_request(
+            self,
+            message,
+            timeout=self.send_timeout if timeout is None else timeout,
+            selector=selector,
+            arg=arg,
+            queue=queue,
+        )
+
     async def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
         """Send without waiting for the broker (no result, no retry; lost if the broker is down)."""
-        validate_message(message, self.max_message_size, reserved=self._reserved)
+        validate_message(message, self.max_message_size, reserved=self._reserved_for(message))
         with trio.move_on_after(self.send_timeout):
             info = await self.instance.routes.publish_info(message.topic)
             mq = queue or self._selector.select(info, None, self._fault)
             address, fields, body = await self._prepare(message, mq, batch=False)
-            await self.instance.api.send_message_oneway(address, fields, body)
+            await self.instance.api.send_message_oneway(address, fields, body, reply=is_reply(message))
             self._stats.sent += 1
             return
         # Our error, not trio.TooSlowError (which is outside the error tree).

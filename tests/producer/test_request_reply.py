@@ -71,9 +71,11 @@ async def _push(broker: FakeBroker, reply: Message) -> RemotingCommand:
 
 
 async def _wait_requests(broker: FakeBroker, count: int) -> list[MessageExt]:
-    """The stored requests, once there are ``count`` (a frame is recorded before it is stored)."""
-    while len(stored := _requests(broker)) < count:
-        await trio.sleep(0.001)
+    """The stored requests, once there are ``count``."""
+    await broker.wait_received(count, RequestCode.SEND_MESSAGE_V2)
+    await trio.testing.wait_all_tasks_blocked()  # a frame is recorded before its handler stores it
+    stored = _requests(broker)
+    assert len(stored) == count
     return stored
 
 

@@ -26,6 +26,7 @@ from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
 from rocketmq_py.errors import (
+    ClientError,
     MessageTooLarge,
     RequestTimeout,
     StateError,
@@ -61,6 +62,10 @@ from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPR
 __all__ = ["Producer", "ProducerStatistics"]
 
 
+#: The properties ``request`` sets on a request.
+REQUEST_PROPERTY_KEYS: Final = frozenset(
+    {PropertyKey.CORRELATION_ID, PropertyKey.REPLY_TO_CLIENT, PropertyKey.MESSAGE_TTL}
+)
 #: The properties a reply (``create_reply``) carries that other messages may not set.
 REPLY_PROPERTY_KEYS: Final = frozenset(
     {
@@ -299,7 +304,8 @@ class Producer(SendPath):
 
         A responder consumes the request and sends :func:`~rocketmq_py.create_reply` of it with
         any producer; the broker pushes that reply to this client. The message gets the
-        properties ``CORRELATION_ID``, ``REPLY_TO_CLIENT`` and ``TTL``.
+        properties ``CORRELATION_ID``, ``REPLY_TO_CLIENT`` and ``TTL`` (replaced when the
+        message was a request before, so it may be asked again).
 
         Args:
             message: the request (any topic a responder consumes).
@@ -313,11 +319,15 @@ class Producer(SendPath):
 
         Raises:
             InvalidMessage: the message fails validation (nothing was sent).
+            ClientError: ``timeout`` is not positive.
             RequestReplyTimeout: no reply within ``timeout`` (its ``sent`` tells whether the
                 request was stored); a later reply is dropped.
             BrokerError, RouteNotFound, TransportError: the request could not be sent.
         """
-        validate_message(message, self.max_message_size, reserved=self._reserved)
+        if timeout is not None and not timeout > 0:
+            raise ClientError(f"a request's timeout must be positive, not {timeout!r}")
+        # The request's own properties are (re)set by send_request: a message may be asked again.
+        validate_message(message, self.max_message_size, reserved=self._reserved - REQUEST_PROPERTY_KEYS)
         return await send_request(
             self,
             message,

@@ -18,7 +18,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_py import create_reply
-from rocketmq_py.errors import InvalidMessage, RequestReplyTimeout, RequestTimeout, ReservedProperty
+from rocketmq_py.errors import (
+    ClientError,
+    InvalidMessage,
+    RequestReplyTimeout,
+    RequestTimeout,
+    ReservedProperty,
+)
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.protocol import (
     CompressionType,
@@ -257,14 +263,23 @@ async def test_a_push_that_does_not_decode_gets_system_error(broker: FakeBroker)
         assert response.code == ResponseCode.SYSTEM_ERROR
 
 
-async def test_a_request_may_not_carry_the_reply_properties_itself(broker: FakeBroker) -> None:
+async def test_a_request_sets_its_own_properties_and_may_be_asked_again(
+    broker: FakeBroker, autojump_clock: trio.testing.MockClock
+) -> None:
     async with Producer("pg-requester", namesrv=broker.address) as producer:
-        message = Message(TOPIC, b"x", properties={PropertyKey.CORRELATION_ID: "mine"})
-        with pytest.raises(ReservedProperty):
-            await producer.request(message)
+        message = Message(TOPIC, b"x")
+        for _ in range(2):
+            with pytest.raises(RequestReplyTimeout):
+                await producer.request(message, timeout=1.0)
+        # A plain send may not carry them, nor a request claim to be a reply.
         with pytest.raises(ReservedProperty):
             await producer.send(message)
-    assert broker.requests(RequestCode.SEND_MESSAGE_V2) == []
+        with pytest.raises(ReservedProperty):
+            await producer.request(Message(TOPIC, b"x", properties={PropertyKey.MESSAGE_TYPE: "reply"}))
+        with pytest.raises(ClientError, match="positive"):
+            await producer.request(Message(TOPIC, b"x"), timeout=0)
+    ids = [r.properties[PropertyKey.CORRELATION_ID] for r in _requests(broker)]
+    assert len(ids) == len(set(ids)) == 2
 
 
 # --- the responder's send ------------------------------------------------------------------------

@@ -14,8 +14,13 @@ among the producers that sent it heartbeats and sends it PUSH_REPLY_MESSAGE_TO_C
 :class:`ReplyMessageRequestHeader` (the reply's send header, the reply's born and store hosts and
 the store time), the body as sent (compressed if ``sysFlag`` says so). The requester answers
 SUCCESS; the broker answers the responder's send with SUCCESS once the push succeeded, with
-SYSTEM_ERROR when it found no such client or the push failed (msgId ``"0"``, queueOffset 0 on
-success; 5.x brokers may also store the reply and overwrite them).
+SYSTEM_ERROR when it found no such client or the push failed. On success the answer carries
+msgId ``"0"`` and queueOffset 0, unless the broker also stores the reply on its reply topic
+(``storeReplyMessageEnable``, on by default), which gives the stored position instead.
+
+The requester's client is known only to brokers it sent heartbeats to: Java's responder sends
+the reply to any broker of the reply topic, and a broker that does not know the requester makes
+the send fail with SYSTEM_ERROR, which the producer retries on another broker.
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ STAMP  := $(VENV)/.installed-stamp
 EXTRA_VERSIONS ?= 4.9.7 5.5.0
 # What runs on each extra release: the files whose behaviour depends on the broker (send, timer
 # and delay messages, transactions, push and lite pull, timestamp positioning, raw remoting, Spark
-# read, recall, assign filters). The launcher-, CLI-, ACL/TLS- and fault-specific files run on the default release only.
+# read, recall, assign filters, request-reply). The launcher-, CLI-, ACL/TLS- and fault-specific files run on the default release only.
 VERSION_TESTS ?= integration/test_producer.py integration/test_push_consumer.py \
 	integration/test_lite_pull_consumer.py integration/test_remoting_raw.py integration/test_spark_read.py \
-	integration/test_recall.py integration/test_lite_pull_assign_filter.py
+	integration/test_recall.py integration/test_lite_pull_assign_filter.py integration/test_request_reply.py
 # Left out there: the producer's client-side fault tests (a paused broker, the NameServer down for
 # a minute), which do not depend on the broker's release and take about 140 s; and the Spark reads
 # that only exercise the connector's own planning (partitioning, option checks, column pruning,

@@ -39,7 +39,14 @@ if TYPE_CHECKING:
     from rocketmq_py.producer._send_many import SendCounts, send_many
     from rocketmq_py.producer._transaction import TransactionProducer, TransactionSendResult
     from rocketmq_py.producer._types import LocalTransactionState, SendResult, SendStatus
-    from rocketmq_py.protocol import ConsumeFromWhere, Message, MessageExt, MessageModel, MessageQueue
+    from rocketmq_py.protocol import (
+        ConsumeFromWhere,
+        Message,
+        MessageExt,
+        MessageModel,
+        MessageQueue,
+        create_reply,
+    )
 
 #: The package version (as in pyproject.toml).
 __version__ = "0.1.0.dev0"
@@ -73,6 +80,7 @@ _LAZY = {
     "Message": "rocketmq_py.protocol",
     "MessageExt": "rocketmq_py.protocol",
     "MessageQueue": "rocketmq_py.protocol",
+    "create_reply": "rocketmq_py.protocol",
 }
 
 
@@ -124,6 +132,7 @@ __all__ = [
     "TransactionSendResult",
     "TransportError",
     "__version__",
+    "create_reply",
     "errors",
     "select_by_hash",
     "select_by_random",

@@ -15,6 +15,7 @@ Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
     │           └── CompressionUnavailable  lz4/zstd body without the optional extra installed
     ├── TransportError                the connection, not the broker, failed
     │   ├── RequestTimeout            no reply within the call's deadline
+    │   │   └── RequestReplyTimeout   a request was sent, but no reply message came in time
     │   └── ConnectionFailed          connect refused/reset/closed, incl. mid-request
     │       └── TlsMismatch           TLS on one side, plaintext on the other (most probably)
     ├── BrokerError                   the broker or NameServer answered with a non-success code
@@ -77,6 +78,7 @@ __all__ = [
     "ProtocolError",
     "RecallNotSupported",
     "RemoteProtocolError",
+    "RequestReplyTimeout",
     "RequestTimeout",
     "ReservedProperty",
     "RocketMQError",
@@ -149,6 +151,28 @@ class TransportError(RocketMQError):
 
 class RequestTimeout(TransportError):
     """No reply arrived within the call's deadline."""
+
+
+class RequestReplyTimeout(RequestTimeout):
+    """``Producer.request``: no reply message arrived within the timeout (Java ``RequestTimeoutException``).
+
+    The request itself may have been stored (``sent`` tells): the responder may still run it,
+    and its late reply is dropped.
+
+    Attributes:
+        topic: the request's topic.
+        correlation_id: the request's ``CORRELATION_ID``.
+        timeout: the seconds waited.
+        sent: whether the broker had stored the request.
+    """
+
+    def __init__(self, topic: str, correlation_id: str, timeout: float, *, sent: bool) -> None:
+        self.topic = topic
+        self.correlation_id = correlation_id
+        self.timeout = timeout
+        self.sent = sent
+        what = "sent, but no reply came" if sent else "not sent"
+        super().__init__(f"request {correlation_id} to {topic}: {what} within {timeout:g} s")
 
 
 class ConnectionFailed(TransportError):

@@ -177,10 +177,20 @@ class RemotingApi:
     # --- broker: producer side ---------------------------------------------------------------------
 
     def send_command(
-        self, ext_fields: Mapping[str, str], body: bytes, *, batch: bool, oneway: bool = False
+        self,
+        ext_fields: Mapping[str, str],
+        body: bytes,
+        *,
+        batch: bool,
+        oneway: bool = False,
+        reply: bool = False,
     ) -> RemotingCommand:
-        """SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE for a batch) with the V2 short-key header ``ext_fields``."""
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        """SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE for a batch, SEND_REPLY_MESSAGE_V2 for a reply to a
+        request) with the V2 short-key header ``ext_fields``."""
+        if reply:
+            code = RequestCode.SEND_REPLY_MESSAGE_V2
+        else:
+            code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         return RemotingCommand.request(
             code, ext_fields, body, oneway=oneway, serialize_type=self.serialize_type
         )
@@ -192,16 +202,20 @@ class RemotingApi:
         body: bytes,
         *,
         batch: bool = False,
+        reply: bool = False,
         timeout: float,  # noqa: ASYNC109
     ) -> SendReply:
-        """Send a message (V2 header fields, see :func:`send_header_fields`); raises a failed send's BrokerError."""
-        reply = await self.pool.request(
-            address, self.send_command(ext_fields, body, batch=batch), timeout=timeout
+        """Send a message (V2 header fields, see :func:`send_header_fields`); raises a failed send's BrokerError.
+
+        ``reply``: the message is a reply to a request (sent as SEND_REPLY_MESSAGE_V2).
+        """
+        answer = await self.pool.request(
+            address, self.send_command(ext_fields, body, batch=batch, reply=reply), timeout=timeout
         )
-        self.peer_versions[address] = reply.version
-        if reply.code not in _SEND_OK_CODES:
-            raise broker_error_for(reply.code, reply.remark)
-        return send_reply(reply)
+        self.peer_versions[address] = answer.version
+        if answer.code not in _SEND_OK_CODES:
+            raise broker_error_for(answer.code, answer.remark)
+        return send_reply(answer)
 
     async def send_message_frame(
         self,
@@ -221,9 +235,17 @@ class RemotingApi:
         return send_reply(reply)
 
     async def send_message_oneway(
-        self, address: str, ext_fields: Mapping[str, str], body: bytes, *, batch: bool = False
+        self,
+        address: str,
+        ext_fields: Mapping[str, str],
+        body: bytes,
+        *,
+        batch: bool = False,
+        reply: bool = False,
     ) -> None:
-        await self.pool.oneway(address, self.send_command(ext_fields, body, batch=batch, oneway=True))
+        await self.pool.oneway(
+            address, self.send_command(ext_fields, body, batch=batch, oneway=True, reply=reply)
+        )
 
     async def end_transaction(
         self, address: str, header: EndTransactionRequestHeader, remark: str | None

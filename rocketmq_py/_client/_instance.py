@@ -5,7 +5,8 @@ nursery that runs the route refresh loop and the heartbeat loop. Leaving the blo
 client's groups from every broker it knows (bounded by the request timeout), cancels the loops and
 closes every connection; an error raised in the block leaves it as raised. Producers and
 consumers register their groups, and handlers for the requests brokers send us (transaction
-checks, rebalance notifications, ...).
+checks, rebalance notifications, ...). The instance itself answers PUSH_REPLY_MESSAGE_TO_CLIENT:
+replies to the requests of its producers (:attr:`ClientInstance.replies`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import trio
 
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._config import ClientConfig
+from rocketmq_py._client._replies import ReplyWaiters
 from rocketmq_py._client._route_service import RouteService
 from rocketmq_py._transport import AclRPCHook, ConnectionPool, RequestHandler, RPCHook
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.errors import RocketMQError, StateError
-from rocketmq_py.protocol import ConsumerData, HeartbeatData, ProducerData, TopicRouteData
+from rocketmq_py.protocol import ConsumerData, HeartbeatData, ProducerData, RequestCode, TopicRouteData
 
 __all__ = ["ClientInstance"]
 
@@ -41,6 +43,9 @@ class ClientInstance:
         self.namesrv_addrs = config.namesrv_addrs()
         self.client_id = config.resolve_client_id()
         self._handlers: dict[int, RequestHandler] = {}
+        #: Requests (``Producer.request``) waiting for the replies brokers push to this client.
+        self.replies = ReplyWaiters()
+        self._handlers[RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT] = self.replies.on_push_reply
         self._producer_groups: set[str] = set()
         self._consumers: dict[str, ConsumerDataProvider] = {}
         self._stack: AsyncExitStack | None = None

@@ -24,7 +24,7 @@ from rocketmq_py.aio._push import PushConsumer
 from rocketmq_py.aio._transaction import TransactionProducer
 from rocketmq_py.producer._selectors import select_by_hash
 from rocketmq_py.producer._types import SendResult, SendStatus
-from rocketmq_py.protocol import Message, MessageQueue
+from rocketmq_py.protocol import Message, MessageQueue, create_reply
 
 __all__ = [
     "LitePullConsumer",
@@ -35,5 +35,6 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "TransactionProducer",
+    "create_reply",
     "select_by_hash",
 ]

@@ -21,7 +21,7 @@ from rocketmq_py.producer._producer import Producer as AsyncProducer
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._types import SendResult
 from rocketmq_py.producer._validation import DEFAULT_PRODUCER_GROUP, MAX_MESSAGE_SIZE
-from rocketmq_py.protocol import CompressionType, Message, MessageQueue
+from rocketmq_py.protocol import CompressionType, Message, MessageExt, MessageQueue
 from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
 
 __all__ = ["Producer"]
@@ -129,6 +129,20 @@ class Producer(AioClient[AsyncProducer]):
     ) -> SendResult:
         """Send messages of one topic as one batch (as :meth:`rocketmq_py.Producer.send_batch`)."""
         return await self._call(self._client.send_batch, messages, queue=queue, timeout=timeout)
+
+    async def request(
+        self,
+        message: Message,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the request's deadline, as in the trio API
+        selector: SelectQueue | None = None,
+        arg: Any = None,
+        queue: MessageQueue | None = None,
+    ) -> MessageExt:
+        """Send a request and wait for its reply (as :meth:`rocketmq_py.Producer.request`)."""
+        return await self._call(
+            self._client.request, message, timeout=timeout, selector=selector, arg=arg, queue=queue
+        )
 
     async def recall(
         self,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Final, Self
 
 import trio
 
@@ -26,6 +26,7 @@ from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
 from rocketmq_py.errors import (
+    ClientError,
     MessageTooLarge,
     RequestTimeout,
     StateError,
@@ -34,6 +35,7 @@ from rocketmq_py.hooks import Hook, call_hooks, hook_list
 from rocketmq_py.producer._fault import FaultConfig, QueueSelector
 from rocketmq_py.producer._namespace import user_result, wire_message, wire_queue, wire_selector
 from rocketmq_py.producer._recall import recall_message
+from rocketmq_py.producer._request import send_request
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader
 from rocketmq_py.producer._send_path import ProducerStatistics, SendPath, send_result
@@ -46,12 +48,15 @@ from rocketmq_py.producer._validation import (
     validate_producer_group,
 )
 from rocketmq_py.protocol import (
+    REPLY_MESSAGE_FLAG,
     CompressionType,
     Message,
+    MessageExt,
     MessageQueue,
     PropertyKey,
     UniqKeyGenerator,
     encode_batch,
+    is_reply,
     unwrap_queue,
     validate_batch,
     wrap_name,
@@ -61,6 +66,19 @@ from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPR
 __all__ = ["Producer", "ProducerStatistics"]
 
 
+#: The properties ``request`` sets on a request.
+REQUEST_PROPERTY_KEYS: Final = frozenset(
+    {PropertyKey.CORRELATION_ID, PropertyKey.REPLY_TO_CLIENT, PropertyKey.MESSAGE_TTL}
+)
+#: The properties a reply (``create_reply``) carries that other messages may not set.
+REPLY_PROPERTY_KEYS: Final = frozenset(
+    {
+        PropertyKey.MESSAGE_TYPE,
+        PropertyKey.CORRELATION_ID,
+        PropertyKey.REPLY_TO_CLIENT,
+        PropertyKey.MESSAGE_TTL,
+    }
+)
 #: Java ``DefaultMQProducer.sendMsgTimeout``: the whole send, retries and route lookup included.
 DEFAULT_SEND_TIMEOUT = 3.0
 #: Java ``retryTimesWhenSendFailed``: a failed synchronous send is tried this many more times.
@@ -287,7 +305,7 @@ class Producer(SendPath):
             RequestTimeout: the deadline passed.
             TransportError: every attempt failed to reach a broker.
         """
-        validate_message(message, self.max_message_size, reserved=self._reserved)
+        validate_message(message, self.max_message_size, reserved=self._reserved_for(message))
         namespace = self.namespace
         if namespace is None:
             return await self._send(
@@ -303,9 +321,65 @@ class Producer(SendPath):
         )
         return user_result(namespace, result)
 
+    def _reserved_for(self, message: Message) -> frozenset[str]:
+        # A reply (see create_reply) carries the request's correlation properties.
+        if message.properties.get(PropertyKey.MESSAGE_TYPE) == REPLY_MESSAGE_FLAG:
+            return self._reserved - REPLY_PROPERTY_KEYS
+        return self._reserved
+
+    async def request(
+        self,
+        message: Message,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the whole request's deadline, as Java's
+        selector: SelectQueue | None = None,
+        arg: Any = None,
+        queue: MessageQueue | None = None,
+    ) -> MessageExt:
+        """Send a request and wait for its reply (Java ``DefaultMQProducer.request``).
+
+        A responder consumes the request and sends :func:`~rocketmq_py.create_reply` of it with
+        any producer; the broker pushes that reply to this client. The message gets the
+        properties ``CORRELATION_ID``, ``REPLY_TO_CLIENT`` and ``TTL`` (replaced when the
+        message was a request before, so it may be asked again).
+
+        Args:
+            message: the request (any topic a responder consumes).
+            timeout: seconds for the whole call, send and reply (default ``send_timeout``).
+            selector: choose the queue yourself (as in :meth:`send`); one attempt.
+            arg: passed to ``selector``.
+            queue: send to this queue; one attempt.
+
+        Returns:
+            The reply message (its topic is ``<cluster>_REPLY_TOPIC``).
+
+        Raises:
+            InvalidMessage: the message fails validation (nothing was sent).
+            ClientError: ``timeout`` is not positive.
+            RequestReplyTimeout: no reply within ``timeout`` (its ``sent`` tells whether the
+                request was stored); a later reply is dropped.
+            BrokerError, RouteNotFound, TransportError: the request could not be sent.
+        """
+        if timeout is not None and not timeout > 0:
+            raise ClientError(f"a request's timeout must be positive, not {timeout!r}")
+        # The request's own properties are (re)set by send_request: a message may be asked again.
+        validate_message(message, self.max_message_size, reserved=self._reserved - REQUEST_PROPERTY_KEYS)
+        namespace = self.namespace
+        if namespace is not None:
+            selector = wire_selector(namespace, selector, message)
+            message, queue = wire_message(namespace, message), wire_queue(namespace, queue)
+        return await send_request(
+            self,
+            message,
+            timeout=self.send_timeout if timeout is None else timeout,
+            selector=selector,
+            arg=arg,
+            queue=queue,
+        )
+
     async def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
         """Send without waiting for the broker (no result, no retry; lost if the broker is down)."""
-        validate_message(message, self.max_message_size, reserved=self._reserved)
+        validate_message(message, self.max_message_size, reserved=self._reserved_for(message))
         if self.namespace is not None:
             message, queue = wire_message(self.namespace, message), wire_queue(self.namespace, queue)
         with trio.move_on_after(self.send_timeout):
@@ -315,7 +389,7 @@ class Producer(SendPath):
                 await self._send_oneway_hooked(message, mq)
             else:
                 address, fields, body = await self._prepare(message, mq, batch=False)
-                await self.instance.api.send_message_oneway(address, fields, body)
+                await self.instance.api.send_message_oneway(address, fields, body, reply=is_reply(message))
             self._stats.sent += 1
             return
         # Our error, not trio.TooSlowError (which is outside the error tree).
@@ -331,7 +405,7 @@ class Producer(SendPath):
         started = trio.current_time()
         try:
             address, fields, body = await self._prepare(message, mq, batch=False)
-            await self.instance.api.send_message_oneway(address, fields, body)
+            await self.instance.api.send_message_oneway(address, fields, body, reply=is_reply(message))
         except BaseException as exc:
             ctx.exception = exc
             raise

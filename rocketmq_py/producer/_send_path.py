@@ -11,7 +11,8 @@ The common attempt (a known master with a live connection, no RPC hooks) is the 
 SEND_MESSAGE_V2 frame comes straight from the header cache (:class:`SendHeader`), the request's
 own timeout bounds the attempt (no cancel scope of ours), the clock is read through the run's
 clock object, and the result is built by slot descriptors. Everything else (a lookup, a connect,
-RPC hooks, a delivery time that needs the broker's release) goes through :meth:`SendPath._prepare`.
+RPC hooks, a delivery time that needs the broker's release, a reply to a request, which goes as
+SEND_REPLY_MESSAGE_V2) goes through :meth:`SendPath._prepare`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from rocketmq_py.protocol import (
     SysFlag,
     UniqKeyGenerator,
     encode_properties,
+    is_reply,
     is_retry_topic,
     maybe_compress,
 )
@@ -63,6 +65,10 @@ log = logging.getLogger("rocketmq_py.producer")
 ROUTE_RECHECK_INTERVAL = 1.0
 # How much later than its request's own timeout an attempt is cut (a slow route lookup or connect).
 _CUT_GRACE = 0.005
+
+#: Properties that take a single message off the hot path: a delivery time (the broker's release
+#: matters) and ``MSG_TYPE`` (a reply to a request goes as SEND_REPLY_MESSAGE_V2).
+_SLOW_PATH_KEYS: Final = DELIVERY_TIME_KEYS | {PropertyKey.MESSAGE_TYPE}
 
 send_result: Final = slot_builder(SendResult)
 _STATUS_BY_CODE: Final = {status.value: status for status in SendStatus}
@@ -356,7 +362,7 @@ class SendPath:
         if (
             address is not None
             and api.pool.is_connected(address)
-            and (batch or DELIVERY_TIME_KEYS.isdisjoint(message.properties))
+            and (batch or _SLOW_PATH_KEYS.isdisjoint(message.properties))
         ):
             # The common case: nothing to look up or connect, so the request's own timeout is
             # the whole attempt (no scope of our own: this runs per message).
@@ -383,7 +389,12 @@ class SendPath:
             with scope:
                 address, ext_fields, body = await self._prepare(message, mq, batch=batch)
                 reply = await api.send_message(
-                    address, ext_fields, body, batch=batch, timeout=max(0.0, ends - trio.current_time())
+                    address,
+                    ext_fields,
+                    body,
+                    batch=batch,
+                    reply=not batch and is_reply(message),
+                    timeout=max(0.0, ends - trio.current_time()),
                 )
             if scope.cancelled_caught:
                 where = f"connecting to {address}" if address else "looking up its address"

@@ -15,7 +15,7 @@ number of threads, but not from inside an async callback running in the client's
 
 from rocketmq_py.producer._selectors import select_by_hash
 from rocketmq_py.producer._types import SendResult, SendStatus
-from rocketmq_py.protocol import Message, MessageQueue
+from rocketmq_py.protocol import Message, MessageQueue, create_reply
 from rocketmq_py.sync._lite_pull import LitePullConsumer
 from rocketmq_py.sync._producer import Producer
 from rocketmq_py.sync._push import PushConsumer
@@ -30,5 +30,6 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "TransactionProducer",
+    "create_reply",
     "select_by_hash",
 ]

@@ -28,7 +28,7 @@ TRIO_ONLY = {
 }
 #: asyncio-only lifecycle: ``open()`` is what ``async with`` calls.
 AIO_LIFECYCLE = {"open"}
-REEXPORTED = ["Message", "MessageQueue", "SendResult", "SendStatus", "select_by_hash"]
+REEXPORTED = ["Message", "MessageQueue", "SendResult", "SendStatus", "create_reply", "select_by_hash"]
 
 pairs = pytest.mark.parametrize(("trio_cls", "aio_cls"), PAIRS, ids=[aio.__name__ for _, aio in PAIRS])
 

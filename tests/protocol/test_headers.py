@@ -16,6 +16,7 @@ from rocketmq_py.errors import LocalProtocolError, MalformedHeader
 from rocketmq_py.protocol import _admin_headers as a
 from rocketmq_py.protocol import _ext_fields as x
 from rocketmq_py.protocol import _headers as h
+from rocketmq_py.protocol import _reply as r
 from rocketmq_py.protocol._ext_fields import from_ext_fields, to_ext_fields
 from rocketmq_py.protocol._headers import (
     GetMaxOffsetRequestHeader,
@@ -112,6 +113,14 @@ EXPECTED: dict[type, tuple[int | None, set[str]]] = {
     a.ViewMessageRequestHeader: (33, {"offset", "topic"}),
     a.QueryMessageRequestHeader: (12, {"topic", "key", "maxNum", "beginTimestamp", "endTimestamp"}),
     a.QueryMessageResponseHeader: (None, {"indexLastUpdateTimestamp", "indexLastUpdatePhyoffset"}),
+    r.ReplyMessageRequestHeader: (
+        326,
+        {
+            "producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
+            "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "bornHost", "storeHost",
+            "storeTimestamp",
+        },
+    ),
 }  # fmt: skip
 
 ALL_HEADERS = sorted(EXPECTED, key=lambda cls: cls.__name__)
@@ -120,7 +129,7 @@ ALL_HEADERS = sorted(EXPECTED, key=lambda cls: cls.__name__)
 def _all_exported_headers() -> set[type]:
     return {
         obj
-        for module in (h, a)
+        for module in (h, a, r)
         for name in module.__all__
         if dataclasses.is_dataclass(obj := getattr(module, name)) and isinstance(obj, type)
     }

@@ -245,9 +245,7 @@ class PopService:
         consumer = self._consumer
         mq = queue.mq
         routes, api = consumer.instance.routes, consumer.instance.api
-        invisible_ms = int(consumer.pop_invisible_time * 1000)
-        if not MIN_POP_INVISIBLE_TIME_MS <= invisible_ms <= MAX_POP_INVISIBLE_TIME_MS:
-            invisible_ms = POP_INVISIBLE_TIME_MS
+        invisible_ms = int(consumer.pop_invisible_time * 1000)  # checked by the consumer: 5 s to 300 s
         with queue.scope:
             while True:
                 queue.last_pop_time = trio.current_time()

@@ -83,7 +83,13 @@ from rocketmq_py.consumer._listener import (
 )
 from rocketmq_py.consumer._member import GroupMember
 from rocketmq_py.consumer._orderly import OrderlyService
-from rocketmq_py.consumer._pop import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS, PopService
+from rocketmq_py.consumer._pop import (
+    MAX_POP_INVISIBLE_TIME_MS,
+    MIN_POP_INVISIBLE_TIME_MS,
+    POP_BATCH_NUMS,
+    POP_INVISIBLE_TIME_MS,
+    PopService,
+)
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._statistics import ConsumeCounters, QueueStatistics, queue_statistics, rate_table
 from rocketmq_py.errors import ClientError, StateError
@@ -228,7 +234,7 @@ class PushConsumer(GroupMember):
         self._inner_producer: Producer | None = None
         if not 0 < pop_batch_nums <= POP_BATCH_NUMS:
             raise ValueError(f"pop_batch_nums must be 1 to {POP_BATCH_NUMS}, not {pop_batch_nums}")
-        if not 5 <= pop_invisible_time <= 300:
+        if not MIN_POP_INVISIBLE_TIME_MS <= pop_invisible_time * 1000 <= MAX_POP_INVISIBLE_TIME_MS:
             raise ValueError(f"pop_invisible_time must be 5 to 300 seconds, not {pop_invisible_time}")
         self.client_rebalance = client_rebalance
         self.pop_invisible_time = pop_invisible_time

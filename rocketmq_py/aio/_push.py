@@ -19,6 +19,7 @@ from rocketmq_py.consumer._flow import (
     SUSPEND_CURRENT_QUEUE_TIME_MS,
     FlowLimits,
 )
+from rocketmq_py.consumer._pop import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS
 from rocketmq_py.consumer._push import Listener, QueueStatistics, RebalanceListener
 from rocketmq_py.consumer._push import PushConsumer as AsyncPushConsumer
 from rocketmq_py.hooks import Hook
@@ -81,6 +82,9 @@ class PushConsumer(AioClient[AsyncPushConsumer]):
         pull_max_idle_time: float = PULL_MAX_IDLE_TIME_MS / 1000,
         offsets_dir: str | None = None,
         hooks: Iterable[Hook] = (),
+        client_rebalance: bool = True,
+        pop_invisible_time: float = POP_INVISIBLE_TIME_MS / 1000,
+        pop_batch_nums: int = POP_BATCH_NUMS,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -110,6 +114,9 @@ class PushConsumer(AioClient[AsyncPushConsumer]):
                 pull_max_idle_time=pull_max_idle_time,
                 offsets_dir=offsets_dir,
                 hooks=hooks,
+                client_rebalance=client_rebalance,
+                pop_invisible_time=pop_invisible_time,
+                pop_batch_nums=pop_batch_nums,
                 config=config,
                 **client_options,
             )

@@ -37,6 +37,11 @@ waiting at most 1 s for its consume lock; and the new owner starts at once.)
 (``message_model="BROADCASTING"``): every member consumes every queue, failed messages are
 dropped with a warning (Java does the same), offsets live in a local JSON file per client id and
 group (give a stable ``instance_name=`` to resume from it after a restart).
+
+**POP consumption** (``client_rebalance=False``, Java ``setClientRebalance(false)``, with the group
+in POP mode on the broker): the broker assigns the queues and hides popped messages until they
+are acknowledged; see :mod:`._pop`. Concurrent CLUSTERING only: orderly or broadcasting
+consumers rebalance on the client whatever ``client_rebalance`` says (logged once).
 """
 
 from __future__ import annotations
@@ -79,6 +84,13 @@ from rocketmq_py.consumer._listener import (
 )
 from rocketmq_py.consumer._member import GroupMember
 from rocketmq_py.consumer._orderly import OrderlyService
+from rocketmq_py.consumer._pop import (
+    MAX_POP_INVISIBLE_TIME_MS,
+    MIN_POP_INVISIBLE_TIME_MS,
+    POP_BATCH_NUMS,
+    POP_INVISIBLE_TIME_MS,
+    PopService,
+)
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._statistics import ConsumeCounters, QueueStatistics, queue_statistics, rate_table
 from rocketmq_py.errors import ClientError, StateError
@@ -146,6 +158,12 @@ class PushConsumer(GroupMember):
             or not, and so does waiting for busy listeners to take the pulled messages.
         offsets_dir: (broadcasting) directory of the local offset files (default
             ``ROCKETMQ_PY_OFFSETS_DIR`` or ``~/.rocketmq_offsets``).
+        client_rebalance: False: the broker assigns the queues (QUERY_ASSIGNMENT) and a topic
+            the group reads in POP mode is popped (see :mod:`rocketmq_py.consumer._pop`).
+            Concurrent CLUSTERING consumers only; others rebalance on the client.
+        pop_invisible_time: (POP) seconds a popped message stays hidden from the group (5 to
+            300; Java's ``popInvisibleTime``, 60).
+        pop_batch_nums: (POP) messages per POP_MESSAGE (1 to 32; Java's ``popBatchNums``, 32).
         config: client settings (timeouts, ACL, TLS, instance name, ...).
         hooks: called around every consumption (:class:`~rocketmq_py.hooks.Hook`, Java's
             ``ConsumeMessageHook``), e.g. :class:`rocketmq_py.otel.OpenTelemetryHook`.
@@ -183,6 +201,9 @@ class PushConsumer(GroupMember):
         pull_max_idle_time: float = PULL_MAX_IDLE_TIME_MS / 1000,
         offsets_dir: str | None = None,
         hooks: Iterable[Hook] = (),
+        client_rebalance: bool = True,
+        pop_invisible_time: float = POP_INVISIBLE_TIME_MS / 1000,
+        pop_batch_nums: int = POP_BATCH_NUMS,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -225,6 +246,19 @@ class PushConsumer(GroupMember):
         self._orderly = OrderlyService(self) if orderly else None
         self._consume_service: OrderlyService | ConcurrentService = self._orderly or ConcurrentService(self)
         self._inner_producer: Producer | None = None
+        if not 0 < pop_batch_nums <= POP_BATCH_NUMS:
+            raise ValueError(f"pop_batch_nums must be 1 to {POP_BATCH_NUMS}, not {pop_batch_nums}")
+        if not MIN_POP_INVISIBLE_TIME_MS <= pop_invisible_time * 1000 <= MAX_POP_INVISIBLE_TIME_MS:
+            raise ValueError(f"pop_invisible_time must be 5 to 300 seconds, not {pop_invisible_time}")
+        self.client_rebalance = client_rebalance
+        self.pop_invisible_time = pop_invisible_time
+        self.pop_batch_nums = pop_batch_nums
+        self._pop: PopService | None = None
+        if not client_rebalance:
+            if orderly or self.broadcasting:
+                log.warning("%s: POP consumption is concurrent CLUSTERING only: client rebalance", group)
+            else:
+                self._pop = PopService(self)
 
     # --- configuration -------------------------------------------------------------------------------
 
@@ -247,7 +281,9 @@ class PushConsumer(GroupMember):
         return self._counters.failed
 
     def owned_queues(self) -> list[MessageQueue]:
-        """The queues this member currently pulls, sorted."""
+        """The queues this member currently pulls (or pops), sorted."""
+        if self._pop is not None:
+            return self._user_queues(sort_queues([*self._queues, *self._pop.queues]))
         return self._user_queues(sort_queues(self._queues))
 
     def statistics(self) -> list[QueueStatistics]:
@@ -277,8 +313,12 @@ class PushConsumer(GroupMember):
         if self._orderly is not None:
             self._orderly.start(nursery)
         nursery.start_soon(self._assignment.persist_loop)
+        if self._pop is not None:
+            await nursery.start(self._pop.run)
 
     async def _leave(self) -> None:
+        if self._pop is not None:
+            await self._pop.close(self.handoff_timeout)
         await self._assignment.close()
 
     def _closed(self) -> None:
@@ -292,6 +332,12 @@ class PushConsumer(GroupMember):
     # --- rebalance -----------------------------------------------------------------------------------
 
     async def _rebalance_topic(self, topic: str) -> None:
+        if (
+            self._pop is not None
+            and topic != retry_topic(self.group)
+            and await self._pop.rebalance_topic(topic)
+        ):
+            return
         allocation = await self._allocate(topic)
         if allocation is None:
             return
@@ -331,6 +377,9 @@ class PushConsumer(GroupMember):
             "suspendCurrentQueueTimeMillis": str(int(self.suspend_current_queue_time * 1000)),
             "persistConsumerOffsetInterval": str(int(self.persist_interval * 1000)),
             "pullMaxIdleTimeMillis": str(int(self.pull_max_idle_time * 1000)),
+            "clientRebalance": "true" if self.client_rebalance else "false",
+            "popInvisibleTime": str(int(self.pop_invisible_time * 1000)),
+            "popBatchNums": str(self.pop_batch_nums),
         }
 
     def running_info(self) -> ConsumerRunningInfo:

@@ -117,6 +117,8 @@ class RequestCode(IntEnum):
     # 5.x pop mode; above int16, so these only fit a JSON header.
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    BATCH_ACK_MESSAGE = 200151
 
 
 class ResponseCode(IntEnum):

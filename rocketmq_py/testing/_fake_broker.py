@@ -50,6 +50,7 @@ from rocketmq_py.protocol._codes import DEFAULT_VERSION, FLAG_RESPONSE, Response
 from rocketmq_py.protocol._command import RemotingCommand
 from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE, FrameBuffer
 from rocketmq_py.protocol._message import Message, MessageExt
+from rocketmq_py.testing._fake_pop import FakePop
 from rocketmq_py.testing._fake_store import DEFAULT_PERM, FakeStore
 
 __all__ = ["DEFAULT_GARBAGE", "BrokerHandler", "FakeBroker", "FakeClient"]
@@ -479,6 +480,11 @@ class FakeBroker:
         """Client ids per consumer group, registered by heartbeats; GET_CONSUMER_LIST_BY_GROUP
         answers from it. Tests may read and change it."""
         return self._store.consumers
+
+    @property
+    def pop(self) -> FakePop:
+        """The POP side: acknowledged and re-timed messages, and the mode per (topic, group)."""
+        return self._store.pop
 
     @property
     def consumer_offsets(self) -> dict[tuple[str, str, int], int]:

@@ -23,6 +23,9 @@ beyond tags::
     SEARCH_OFFSET_BY_TIMESTAMP     the first offset stored at or after the timestamp, else the
     (29)                           queue's max offset; a broker built with a version before 5.1.1
                                    answers as 4.x: the nearest message (see ``nearest_by_time``)
+    QUERY_ASSIGNMENT (400),        POP consumption: see ``_fake_pop`` (every queue assigned to
+    POP_MESSAGE, ACK_MESSAGE,      every client; pop hides messages for the invisible time)
+    CHANGE_MESSAGE_INVISIBLETIME
     HEART_BEAT (34)                SUCCESS; registers the client ids of its consumer groups and
                                    creates each group's ``%RETRY%<group>`` topic (1 queue)
     UNREGISTER_CLIENT (35)         SUCCESS; forgets the client in its consumer group
@@ -97,6 +100,7 @@ from rocketmq_py.protocol._names import dlq_topic, is_retry_topic, retry_topic
 from rocketmq_py.protocol._properties import PropertyKey, decode_properties
 from rocketmq_py.protocol._stored import encode_stored_message
 from rocketmq_py.protocol._versions import V5_1_1
+from rocketmq_py.testing._fake_pop import FakePop
 
 if TYPE_CHECKING:
     from rocketmq_py.testing._fake_broker import BrokerHandler, FakeBroker
@@ -182,6 +186,8 @@ class FakeStore:
         self._commit_log_offset = 0
         #: Queue locks: (group, queue) -> (client id, trio time of the last lock or renewal).
         self.locks: dict[tuple[str, MessageQueue], tuple[str, float]] = {}
+        #: POP consumption (QUERY_ASSIGNMENT, POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME).
+        self.pop = FakePop(self)
 
     def install(self, handlers: MutableMapping[int, BrokerHandler]) -> None:
         """Register the default handlers (codes listed in the module docstring)."""
@@ -201,6 +207,7 @@ class FakeStore:
         handlers[RequestCode.CONSUMER_SEND_MSG_BACK] = self.consumer_send_msg_back
         handlers[RequestCode.LOCK_BATCH_MQ] = self.lock_batch_mq
         handlers[RequestCode.UNLOCK_BATCH_MQ] = self.unlock_batch_mq
+        self.pop.install(handlers)
 
     # --- state -----------------------------------------------------------------------------------
 

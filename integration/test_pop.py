@@ -1,0 +1,154 @@
+"""POP consumption (``PushConsumer(client_rebalance=False)``) against the real two-broker cluster.
+
+Each test puts a fresh group in POP mode for a fresh topic (``mqadmin setConsumeMode -m POP -q 8``:
+every member may pop every queue), so the brokers assign the queues (QUERY_ASSIGNMENT) and hide
+popped messages until they are acknowledged. Topics have one queue on each broker (two in all).
+RocketMQ 5.0+ only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+import trio
+
+from rocketmq_py import Message, MessageExt, Producer, PushConsumer
+from rocketmq_py.consumer._listener import ConsumeStatus
+from rocketmq_py.protocol._versions import V5_0_0
+from rocketmq_py.testing import Cluster
+
+
+@pytest.fixture(autouse=True)
+def _pop_brokers(broker_version: int, cluster: Cluster) -> None:
+    if broker_version < V5_0_0:
+        pytest.skip(f"RocketMQ {cluster.version} has no POP consumption (5.0+)")
+
+
+def pop_group(cluster: Cluster, topic: str) -> str:
+    """A fresh group set to POP mode for ``topic`` on every broker of the cluster."""
+    group = f"it-pop-{uuid.uuid4().hex[:10]}"
+    result = cluster.mqadmin(
+        "setConsumeMode", "-c", "DefaultCluster", "-g", group, "-t", topic, "-m", "POP", "-q", "8"
+    )
+    assert result.ok, result.output
+    return group
+
+
+class Recording:
+    """A listener recording each delivery as (consumer name, body, reconsume times)."""
+
+    def __init__(self, log: list[tuple[str, bytes, int]], name: str, *, hang: bool = False) -> None:
+        self.log = log
+        self.name = name
+        self.hang = hang
+        self.fail_first = False
+
+    async def __call__(self, msgs: list[MessageExt]) -> ConsumeStatus:
+        self.log.extend((self.name, m.body, m.reconsume_times) for m in msgs)
+        if self.hang:
+            await trio.sleep_forever()
+        await trio.sleep(0.01)  # some work: lets the other members pop meanwhile
+        if self.fail_first and any(m.reconsume_times == 0 for m in msgs):
+            return ConsumeStatus.RECONSUME_LATER
+        return ConsumeStatus.CONSUME_SUCCESS
+
+
+def consumer(
+    cluster: Cluster, group: str, topic: str, listener: Recording, **options: object
+) -> PushConsumer:
+    c = PushConsumer(
+        group,
+        namesrv=cluster.namesrv_addr,
+        listener=listener,
+        client_rebalance=False,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        rebalance_interval=2,
+        instance_name=f"{listener.name}-{uuid.uuid4().hex[:6]}",
+        **options,  # type: ignore[arg-type]
+    )
+    c.subscribe(topic)
+    return c
+
+
+async def produce(cluster: Cluster, topic: str, count: int, *, pace: float = 0.0) -> set[bytes]:
+    bodies = set()
+    async with Producer(f"it-pop-producer-{uuid.uuid4().hex[:6]}", namesrv=cluster.namesrv_addr) as producer:
+        for n in range(count):
+            body = f"pop-{n}".encode()
+            await producer.send(Message(topic, body))
+            bodies.add(body)
+            if pace:
+                await trio.sleep(pace)
+    return bodies
+
+
+async def wait_until(predicate: Callable[[], bool]) -> None:
+    """Poll ``predicate`` until it holds (use under ``trio.fail_after``)."""
+    while not predicate():  # noqa: ASYNC110 - the listeners fill the state
+        await trio.sleep(0.1)
+
+
+async def test_three_consumers_on_two_queues_all_receive(
+    cluster: Cluster, create_topic: Callable[..., str]
+) -> None:
+    topic = create_topic(1)
+    group = pop_group(cluster, topic)
+    log: list[tuple[str, bytes, int]] = []
+    names = ("c0", "c1", "c2")
+    members = [consumer(cluster, group, topic, Recording(log, name), pop_batch_nums=4) for name in names]
+    async with members[0], members[1], members[2]:
+        started = trio.current_time()
+        bodies = await produce(cluster, topic, 300, pace=0.01)
+        with trio.fail_after(90):
+            await wait_until(lambda: {b for _, b, _ in log} >= bodies)
+        drained = trio.current_time() - started
+        for member in members:
+            assert member._pop is not None
+            assert member._pop.queues, "the broker did not assign POP queues"
+    per_member = Counter(name for name, _, _ in log)
+    duplicates = len(log) - len({b for _, b, _ in log})
+    print(
+        f"POP: 300 messages drained in {drained:.1f} s; per member {dict(per_member)}; {duplicates} duplicates"
+    )
+    assert set(per_member) == set(names), per_member
+
+
+async def test_a_hanging_consumer_does_not_pin_its_queues(
+    cluster: Cluster, create_topic: Callable[..., str]
+) -> None:
+    topic = create_topic(1)
+    group = pop_group(cluster, topic)
+    log: list[tuple[str, bytes, int]] = []
+    stuck = consumer(cluster, group, topic, Recording(log, "stuck", hang=True), pop_invisible_time=10)
+    async with stuck:
+        bodies = await produce(cluster, topic, 20)
+        with trio.fail_after(60):
+            await wait_until(lambda: any(name == "stuck" for name, _, _ in log))
+        async with consumer(cluster, group, topic, Recording(log, "healthy")):
+            with trio.fail_after(90):  # the stuck member's messages come back after 10 s
+                await wait_until(lambda: {b for name, b, _ in log if name == "healthy"} >= bodies)
+    stuck_bodies = {b for name, b, _ in log if name == "stuck"}
+    assert stuck_bodies, "the stuck member popped nothing"
+    # What the stuck member held was redelivered to the healthy one.
+    assert any(r > 0 for name, b, r in log if name == "healthy" and b in stuck_bodies)
+
+
+async def test_failed_messages_come_back_and_nothing_is_lost(
+    cluster: Cluster, create_topic: Callable[..., str]
+) -> None:
+    topic = create_topic(1)
+    group = pop_group(cluster, topic)
+    log: list[tuple[str, bytes, int]] = []
+    listener = Recording(log, "flaky")
+    listener.fail_first = True
+    async with consumer(cluster, group, topic, listener):
+        bodies = await produce(cluster, topic, 20)
+        with trio.fail_after(120):  # first retry after 10 s (CHANGE_MESSAGE_INVISIBLETIME)
+            await wait_until(lambda: {b for _, b, r in log if r > 0} >= bodies)
+        await trio.sleep(15)  # acknowledged ones stay acknowledged: no third delivery
+    deliveries = Counter(b for _, b, _ in log)
+    assert set(deliveries) == bodies
+    assert max(deliveries.values()) == 2, deliveries

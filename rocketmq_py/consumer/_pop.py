@@ -1,0 +1,435 @@
+"""POP consumption for the push consumer (Java ``ConsumeMessagePopConcurrentlyService``).
+
+With ``client_rebalance=False`` a CLUSTERING, concurrent push consumer lets the broker assign
+the queues: each rebalance round asks a broker of the topic (QUERY_ASSIGNMENT) for this client's
+queues. When the group reads the topic in POP mode (``mqadmin setConsumeMode -m POP``), each
+assigned queue gets a **pop loop**: POP_MESSAGE long polls (15 s) for up to ``pop_batch_nums``
+messages, which the broker hides from the whole group for ``pop_invisible_time``. Several
+members may pop the same queue at once (the broker's ``popShareQueueNum``), so a group can have
+more members than queues. The messages are consumed by at most ``consume_concurrency`` listener
+calls at once (batches of ``consume_batch_max_size``), then:
+
+- success: each message is acknowledged (ACK_MESSAGE);
+- failure (RECONSUME_LATER, an exception, ``consume_timeout``): each message becomes visible
+  again after the delay of its reconsume count (CHANGE_MESSAGE_INVISIBLETIME; Java's
+  ``popDelayLevel``: 10 s, 30 s, 1 min, 2 min, ..., 2 h); once it has been consumed
+  ``max_reconsume_times`` times it is acknowledged (dropped, with a warning) when it is older
+  than twice the last delay, else delayed to the level its age reached (as Java).
+
+Nothing is committed: the broker tracks what was acknowledged. A member that hangs or dies
+does not pin anything: what it popped reappears for the others after the invisible time. A
+queue stops being popped when an assignment no longer lists it (acks of its calls still go out).
+Messages the subscription's tags do not accept are acknowledged without a listener call.
+
+A topic the group reads in PULL mode (the assignment says so) is consumed by client rebalance
+and pull, as the default; so is the group's retry topic ``%RETRY%group``.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+
+import trio
+
+from rocketmq_py._client._route import MASTER_ID
+from rocketmq_py.consumer._flow import (
+    BROKER_SUSPEND_MAX_TIME_MS,
+    CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
+    PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
+)
+from rocketmq_py.consumer._group_client import refresh_quietly
+from rocketmq_py.consumer._listener import ConsumeStatus, Listener, concurrent_status, invoke_listener
+from rocketmq_py.consumer._pull_result import pull_error_delay_ms, set_consume_start_time
+from rocketmq_py.errors import RocketMQError
+from rocketmq_py.protocol import (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ConsumeFromWhere,
+    MessageExt,
+    MessageModel,
+    MessageQueue,
+    MessageRequestMode,
+    PopCheckpoint,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+    PropertyKey,
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
+    RequestCode,
+    ResponseCode,
+    decode_body,
+    decode_messages,
+    encode_body,
+    from_ext_fields,
+    pop_checkpoints,
+)
+
+if TYPE_CHECKING:
+    from rocketmq_py.consumer._push import PushConsumer
+
+__all__ = [
+    "POP_BATCH_NUMS",
+    "POP_DELAY_LEVELS_S",
+    "POP_INVISIBLE_TIME_MS",
+    "PopService",
+    "failure_delay_s",
+    "init_mode",
+]
+
+log = logging.getLogger("rocketmq_py.consumer")
+
+#: How long a popped message stays hidden, ms (Java ``popInvisibleTime``, 60000; 5 s to 300 s).
+POP_INVISIBLE_TIME_MS: Final = 60_000
+MIN_POP_INVISIBLE_TIME_MS: Final = 5_000
+MAX_POP_INVISIBLE_TIME_MS: Final = 300_000
+#: Messages per POP_MESSAGE (Java ``popBatchNums``, 32, also the most allowed).
+POP_BATCH_NUMS: Final = 32
+#: Popped messages of one queue not yet acknowledged before popping pauses (Java
+#: ``popThresholdForQueue``, 96).
+POP_THRESHOLD_FOR_QUEUE: Final = 96
+#: Pause of a queue over that threshold, ms (Java ``PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL``).
+POP_FLOW_CONTROL_DELAY_MS: Final = 50
+#: Seconds a failed message stays hidden, by reconsume count (Java ``popDelayLevel``).
+POP_DELAY_LEVELS_S: Final = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
+#: Seconds for QUERY_ASSIGNMENT (Java ``QUERY_ASSIGNMENT_TIMEOUT``, 3000 ms).
+QUERY_ASSIGNMENT_TIMEOUT: Final = 3.0
+#: Seconds for ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (Java ``ASYNC_TIMEOUT``, 3000 ms).
+ACK_TIMEOUT: Final = 3.0
+
+_POP_OK: Final = (
+    ResponseCode.SUCCESS,
+    ResponseCode.POLLING_FULL,
+    ResponseCode.POLLING_TIMEOUT,
+    ResponseCode.PULL_NOT_FOUND,
+)
+
+
+def init_mode(consume_from_where: ConsumeFromWhere) -> int:
+    """POP_MESSAGE's ``initMode`` for a new group: 1 starts at a queue's first message, 0 at its end."""
+    return 1 if consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET else 0
+
+
+def failure_delay_s(
+    reconsume_times: int, *, max_reconsume_times: int, born_ms: int, now_ms: int
+) -> int | None:
+    """Seconds a message whose listener call failed stays hidden; ``None``: acknowledge it (give up).
+
+    Below ``max_reconsume_times`` the level is the reconsume count (capped at the last level).
+    At the limit a message older than twice the last delay is given up, else it waits for the
+    level after the one its age reached (Java ``checkNeedAckOrDelay``).
+    """
+    levels = POP_DELAY_LEVELS_S
+    if reconsume_times < max_reconsume_times:
+        return levels[min(reconsume_times, len(levels) - 1)]
+    age_ms = now_ms - born_ms
+    if age_ms > levels[-1] * 1000 * 2:
+        return None
+    level = 0
+    for index in range(len(levels) - 1, -1, -1):
+        if age_ms >= levels[index] * 1000:
+            level = index + 1
+            break
+    return levels[min(level, len(levels) - 1)]
+
+
+@dataclass(eq=False)
+class PopQueue:
+    """One queue this member pops: its loop's scope and counters."""
+
+    mq: MessageQueue
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    #: Messages popped and not yet acknowledged or re-timed.
+    waiting_ack: int = 0
+    last_pop_time: float = 0.0
+    popped: int = 0
+
+
+class PopService:
+    """The pop loops of a push consumer and the listener calls on what they pop."""
+
+    def __init__(self, consumer: PushConsumer) -> None:
+        self._consumer = consumer
+        self.queues: dict[MessageQueue, PopQueue] = {}
+        self._limiter = trio.CapacityLimiter(max(1, consumer.consume_concurrency))
+        self._nursery: trio.Nursery | None = None
+        self._pull_topics: set[str] = set()  # topics whose assignment said PULL (logged once)
+        self._calls = 0  # batches handed over and not settled (acked or re-timed) yet
+        self._no_calls = trio.Event()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Host the pop loops and listener calls until cancelled."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    async def close(self, grace: float) -> None:
+        """Stop popping; let running listener calls finish (and ack) for at most ``grace`` seconds."""
+        for queue in self.queues.values():
+            queue.scope.cancel()
+        self.queues.clear()
+        if self._calls:
+            with trio.move_on_after(grace):
+                await self._no_calls.wait()
+
+    # --- assignment ----------------------------------------------------------------------------
+
+    async def query_assignment(self, topic: str) -> tuple[set[MessageQueue], bool] | None:
+        """This client's queues of ``topic`` from a broker, and whether the group pops them.
+
+        ``None`` while the topic has no route or no broker answers.
+        """
+        consumer = self._consumer
+        instance = consumer.instance
+        route = instance.routes.cached_route(topic)
+        brokers = [b for b in (route.broker_datas if route else ()) if b.broker_addrs]
+        if not brokers:
+            await refresh_quietly(instance.routes, topic)
+            return None
+        broker = random.choice(brokers)
+        address = broker.broker_addrs.get(MASTER_ID) or next(iter(broker.broker_addrs.values()))
+        body = QueryAssignmentRequestBody(
+            topic=topic,
+            consumer_group=consumer.group,
+            client_id=consumer.client_id,
+            strategy_name=consumer.strategy.name,
+            message_model=MessageModel.CLUSTERING,
+        )
+        reply = await instance.api.call(
+            address, RequestCode.QUERY_ASSIGNMENT, None, encode_body(body), timeout=QUERY_ASSIGNMENT_TIMEOUT
+        )
+        assignments = decode_body(QueryAssignmentResponseBody, reply.body).message_queue_assignments
+        queues = {a.message_queue for a in assignments if a.message_queue is not None}
+        pop = bool(assignments) and all(a.mode is MessageRequestMode.POP for a in assignments)
+        return queues, pop
+
+    async def rebalance_topic(self, topic: str) -> bool:
+        """Apply the broker's assignment of ``topic``; False: the group pulls it (client rebalance).
+
+        Raises:
+            RocketMQError: QUERY_ASSIGNMENT failed (the next round retries).
+        """
+        answer = await self.query_assignment(topic)
+        if answer is None:
+            return True
+        queues, pop = answer
+        if queues and not pop:
+            if topic not in self._pull_topics:
+                self._pull_topics.add(topic)
+                log.info("%s: the group reads %s in PULL mode: client rebalance", self._consumer.group, topic)
+            self._drop(topic, set())
+            return False
+        self._pull_topics.discard(topic)
+        self._drop(topic, queues)
+        nursery = self._nursery
+        assert nursery is not None, "the pop service runs before any rebalance"
+        for mq in sorted(queues - self.queues.keys()):
+            queue = self.queues[mq] = PopQueue(mq)
+            nursery.start_soon(self._pop_loop, queue)
+            log.info("%s: popping %s", self._consumer.group, mq)
+        return True
+
+    def _drop(self, topic: str, keep: set[MessageQueue]) -> None:
+        for mq in [mq for mq in self.queues if mq.topic == topic and mq not in keep]:
+            self.queues.pop(mq).scope.cancel()
+            log.info("%s: no longer popping %s", self._consumer.group, mq)
+
+    # --- popping -------------------------------------------------------------------------------
+
+    async def _pop_loop(self, queue: PopQueue) -> None:
+        consumer = self._consumer
+        mq = queue.mq
+        routes, api = consumer.instance.routes, consumer.instance.api
+        invisible_ms = int(consumer.pop_invisible_time * 1000)  # checked by the consumer: 5 s to 300 s
+        with queue.scope:
+            while True:
+                queue.last_pop_time = trio.current_time()
+                if queue.waiting_ack > POP_THRESHOLD_FOR_QUEUE:
+                    await trio.sleep(POP_FLOW_CONTROL_DELAY_MS / 1000)
+                    continue
+                sub = consumer._subscriptions.get(mq.topic)
+                address = routes.master_address(mq.broker_name)
+                if sub is None or address is None:
+                    await refresh_quietly(routes, mq.topic)
+                    await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
+                    continue
+                header = PopMessageRequestHeader(
+                    consumer_group=consumer.group,
+                    topic=mq.topic,
+                    queue_id=mq.queue_id,
+                    max_msg_nums=consumer.pop_batch_nums,
+                    invisible_time=invisible_ms,
+                    poll_time=BROKER_SUSPEND_MAX_TIME_MS,
+                    born_time=int(time.time() * 1000),
+                    init_mode=init_mode(consumer.consume_from_where),
+                    exp_type=sub.expression_type.value,
+                    exp=sub.sub_string,
+                    order=False,
+                    broker_name=mq.broker_name,
+                )
+                started = trio.current_time()
+                try:
+                    reply = await api.call(
+                        address,
+                        RequestCode.POP_MESSAGE,
+                        header,
+                        timeout=CONSUMER_TIMEOUT_WHEN_SUSPEND_MS / 1000,
+                        ok=_POP_OK,
+                    )
+                    msgs = self._read_reply(mq, reply.code, reply.ext_fields, reply.body)
+                except (RocketMQError, ValueError) as exc:
+                    log.info("pop of %s from %s failed: %s", mq, address, exc)
+                    delay = pull_error_delay_ms(exc) if isinstance(exc, RocketMQError) else None
+                    await trio.sleep((delay or PULL_TIME_DELAY_WHEN_EXCEPTION_MS) / 1000)
+                    continue
+                if reply.code == ResponseCode.POLLING_FULL:
+                    await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
+                    continue
+                consumer._counters.count_pull(mq.topic, found=len(msgs), started=started)
+                if msgs:
+                    queue.popped += len(msgs)
+                    self._hand_over(queue, msgs)
+
+    def _read_reply(
+        self, mq: MessageQueue, code: int, fields: Mapping[str, str], body: bytes
+    ) -> list[MessageExt]:
+        if code != ResponseCode.SUCCESS:
+            return []
+        header = from_ext_fields(PopMessageResponseHeader, fields)
+        msgs = decode_messages(body, broker_name=mq.broker_name)
+        pop_checkpoints(msgs, header, mq.broker_name)
+        for msg in msgs:
+            msg.topic = mq.topic  # a POP retry topic's messages too, as Java
+        return msgs
+
+    def _hand_over(self, queue: PopQueue, msgs: list[MessageExt]) -> None:
+        consumer = self._consumer
+        msg_filter = consumer._filters.get(queue.mq.topic)
+        accepted = msg_filter.filter_messages(msgs) if msg_filter is not None else msgs
+        nursery = self._nursery
+        assert nursery is not None
+        queue.waiting_ack += len(msgs)
+        if len(accepted) != len(msgs):
+            kept = {id(m) for m in accepted}
+            nursery.start_soon(self._ack_all, queue, [m for m in msgs if id(m) not in kept])
+        size = consumer.consume_batch_max_size
+        for at in range(0, len(accepted), size):
+            nursery.start_soon(self._consume, queue, accepted[at : at + size])
+
+    # --- consuming -----------------------------------------------------------------------------
+
+    async def _consume(self, queue: PopQueue, msgs: list[MessageExt]) -> None:
+        consumer = self._consumer
+        listener = consumer.listener
+        assert listener is not None
+        if self._calls == 0:
+            self._no_calls = trio.Event()
+        self._calls += 1
+        try:
+            await self._consume_now(queue, msgs, listener)
+        finally:
+            self._calls -= 1
+            if self._calls == 0:
+                self._no_calls.set()
+
+    async def _consume_now(self, queue: PopQueue, msgs: list[MessageExt], listener: Listener) -> None:
+        consumer = self._consumer
+        async with self._limiter:
+            started = trio.current_time()
+            set_consume_start_time(msgs, int(time.time() * 1000))
+            status = ConsumeStatus.RECONSUME_LATER
+            with trio.move_on_after(consumer.consume_timeout):
+                try:
+                    status = concurrent_status(await invoke_listener(listener, msgs))
+                except Exception:
+                    log.exception(
+                        "%s: the listener failed on %d messages of %s", consumer.group, len(msgs), queue.mq
+                    )
+            ok = status is ConsumeStatus.CONSUME_SUCCESS
+            consumer._counters.count_consume(queue.mq.topic, len(msgs), ok, started)
+            if ok:
+                consumer._counters.consumed += len(msgs)
+                await self._ack_all(queue, msgs)
+            else:
+                consumer._counters.failed += len(msgs)
+                await self._retry_later(queue, msgs)
+
+    async def _ack_all(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
+        for msg in msgs:
+            await self._ack(msg)
+            queue.waiting_ack -= 1
+
+    async def _retry_later(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
+        consumer = self._consumer
+        for msg in msgs:
+            delay = failure_delay_s(
+                msg.reconsume_times,
+                max_reconsume_times=consumer.max_reconsume_times,
+                born_ms=msg.born_timestamp,
+                now_ms=int(time.time() * 1000),
+            )
+            if delay is None:
+                log.warning("%s: %s was consumed too many times: acknowledged", consumer.group, msg)
+                await self._ack(msg)
+            else:
+                await self._change_invisible_time(msg, delay * 1000)
+            queue.waiting_ack -= 1
+
+    def _checkpoint(self, msg: MessageExt) -> tuple[str, PopCheckpoint] | None:
+        text = msg.properties.get(PropertyKey.POP_CK)
+        try:
+            return (text, PopCheckpoint.parse(text)) if text else None
+        except ValueError:
+            return None
+
+    async def _ack(self, msg: MessageExt) -> None:
+        """ACK_MESSAGE for ``msg``; a failure is logged (the message reappears after its invisible time)."""
+        found = self._checkpoint(msg)
+        if found is None:
+            log.warning("%s: %s has no POP checkpoint to acknowledge", self._consumer.group, msg)
+            return
+        text, ck = found
+        header = AckMessageRequestHeader(
+            consumer_group=self._consumer.group,
+            topic=ck.stored_topic(msg.topic, self._consumer.group),
+            queue_id=ck.queue_id,
+            extra_info=text,
+            offset=ck.queue_offset,
+            broker_name=ck.broker_name,
+        )
+        await self._send(msg, ck, RequestCode.ACK_MESSAGE, header)
+
+    async def _change_invisible_time(self, msg: MessageExt, invisible_ms: int) -> None:
+        found = self._checkpoint(msg)
+        if found is None:
+            return
+        text, ck = found
+        header = ChangeInvisibleTimeRequestHeader(
+            consumer_group=self._consumer.group,
+            topic=ck.stored_topic(msg.topic, self._consumer.group),
+            queue_id=ck.queue_id,
+            extra_info=text,
+            offset=ck.queue_offset,
+            invisible_time=invisible_ms,
+            broker_name=ck.broker_name,
+        )
+        await self._send(msg, ck, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header)
+
+    async def _send(
+        self,
+        msg: MessageExt,
+        ck: PopCheckpoint,
+        code: int,
+        header: AckMessageRequestHeader | ChangeInvisibleTimeRequestHeader,
+    ) -> None:
+        instance = self._consumer.instance
+        try:
+            address = await instance.routes.require_master(msg.topic, ck.broker_name)
+            await instance.api.call(address, code, header, timeout=ACK_TIMEOUT)
+        except RocketMQError as exc:
+            log.warning("%s: %s of %s failed: %s", self._consumer.group, RequestCode(code).name, msg, exc)

@@ -17,11 +17,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import trio
 
 from rocketmq_py._client._config import ClientConfig
+from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.protocol import Message
@@ -87,6 +90,7 @@ class TraceDispatcher:
         self._config = dataclasses.replace(config, instance_name=None)
         self._queue: deque[TraceRecord] = deque()
         self._wake = trio.Event()
+        self._closing = False
         self.statistics = TraceStatistics()
 
     def append(self, record: TraceRecord) -> None:
@@ -100,20 +104,36 @@ class TraceDispatcher:
         if len(self._queue) >= self.batch_num:
             self._wake.set()
 
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The dispatcher's task for the duration of the block; leaving it flushes what is queued."""
+        async with open_service_nursery() as nursery:
+            await nursery.start(self.run)
+            try:
+                yield
+            finally:
+                self._closing = True  # run() flushes within close_timeout, then closes its producer
+                self._wake.set()
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Open the producer, then flush until cancelled; the last flush is shielded (``close_timeout``)."""
+        """Open the producer, then flush until :meth:`running` ends (a last flush, ``close_timeout``)."""
+        self._closing = False
         producer = Producer(f"_INNER_TRACE_PRODUCER-{self.group}", config=self._config)
         async with producer:
             task_status.started()
-            try:
-                while True:
-                    with trio.move_on_after(self.flush_interval):
-                        await self._wake.wait()
-                    self._wake = trio.Event()
-                    await self.flush(producer)
-            finally:
-                with trio.CancelScope(shield=True), trio.move_on_after(self.close_timeout):
-                    await self.flush(producer)
+            while not self._closing:
+                with trio.move_on_after(self.flush_interval):
+                    await self._wake.wait()
+                self._wake = trio.Event()
+                if self._closing:
+                    break
+                await self.flush(producer)
+            with trio.move_on_after(self.close_timeout):
+                await self.flush(producer)
+            if self._queue:
+                self.statistics.records_failed += len(self._queue)
+                log.warning("%s: %d trace records not sent before closing", self.group, len(self._queue))
+                self._queue.clear()
 
     async def flush(self, producer: Producer) -> None:
         """Send every queued record now, ``batch_num`` at a time."""

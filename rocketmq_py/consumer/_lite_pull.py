@@ -125,6 +125,9 @@ class LitePullConsumer(GroupMember):
             ``topicMetadataCheckIntervalMillis``, 30 s).
         hooks: called around every consumption (:class:`~rocketmq_py.hooks.Hook`, Java's
             ``ConsumeMessageHook``), e.g. :class:`rocketmq_py.otel.OpenTelemetryHook`.
+        enable_trace: write trace records of every consumption to the trace topic, as Java's
+            ``enableMsgTrace`` (``mqadmin queryMsgTraceById`` shows them), batched in the background.
+        trace_topic: where trace records go (default ``RMQ_SYS_TRACE_TOPIC``).
     """
 
     _consume_type: ClassVar[ConsumeType] = ConsumeType.CONSUME_ACTIVELY
@@ -153,6 +156,8 @@ class LitePullConsumer(GroupMember):
         handoff_delay: float = 1.0,
         topic_metadata_check_interval: float = TOPIC_METADATA_CHECK_INTERVAL_MS / 1000,
         hooks: Iterable[Hook] = (),
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -177,6 +182,8 @@ class LitePullConsumer(GroupMember):
             client_options=client_options,
         )
         self._hooks = hook_list(hooks)
+        if enable_trace:
+            self._enable_trace(trace_topic)
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
         self.pull_batch_size = pull_batch_size

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from os import PathLike
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import trio
 
@@ -70,6 +70,9 @@ from rocketmq_py.protocol import (
     wrap_name,
     wrap_queue,
 )
+
+if TYPE_CHECKING:
+    from rocketmq_py._tracing._hooks import TraceHook
 
 __all__ = ["GroupMember"]
 
@@ -149,6 +152,14 @@ class GroupMember:
         self._started_at = 0.0
         #: Called around each consumption (set by the subclass from its ``hooks`` argument).
         self._hooks: list[Hook] = []
+        self._trace: TraceHook | None = None
+
+    def _enable_trace(self, trace_topic: str | None) -> None:
+        """Record every consumption to the trace topic (``enable_trace=True``; after ``_hooks`` is set)."""
+        from rocketmq_py._tracing._hooks import trace_hook  # (its dispatcher sends with a Producer)
+
+        self._trace = trace_hook(self.group, self.config, self.namespace, trace_topic)
+        self._hooks.append(self._trace)
 
     def register_hook(self, hook: Hook) -> None:
         """Call ``hook`` around every consumption from now on, after the hooks given before.
@@ -274,6 +285,8 @@ class GroupMember:
         stack = AsyncExitStack()
         try:
             instance = await self._join(stack)
+            if self._trace is not None:  # left after the services: their last records are flushed
+                await stack.enter_async_context(self._trace.dispatcher.running())
             await self._open(stack, instance)
             self._nursery = await stack.enter_async_context(open_service_nursery())
             await self._start(self._nursery)

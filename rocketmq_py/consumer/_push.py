@@ -167,6 +167,9 @@ class PushConsumer(GroupMember):
         config: client settings (timeouts, ACL, TLS, instance name, ...).
         hooks: called around every consumption (:class:`~rocketmq_py.hooks.Hook`, Java's
             ``ConsumeMessageHook``), e.g. :class:`rocketmq_py.otel.OpenTelemetryHook`.
+        enable_trace: write trace records of every consumption to the trace topic, as Java's
+            ``enableMsgTrace`` (``mqadmin queryMsgTraceById`` shows them), batched in the background.
+        trace_topic: where trace records go (default ``RMQ_SYS_TRACE_TOPIC``).
         **client_options: :class:`ClientConfig` options (``instance_name``, ``client_ip``, ...),
             when ``config`` is not given. A broadcasting consumer finds its offset file by client
             id: give it a stable ``instance_name``.
@@ -201,6 +204,8 @@ class PushConsumer(GroupMember):
         pull_max_idle_time: float = PULL_MAX_IDLE_TIME_MS / 1000,
         offsets_dir: str | None = None,
         hooks: Iterable[Hook] = (),
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
         client_rebalance: bool = True,
         pop_invisible_time: float = POP_INVISIBLE_TIME_MS / 1000,
         pop_batch_nums: int = POP_BATCH_NUMS,
@@ -222,6 +227,8 @@ class PushConsumer(GroupMember):
             client_options=client_options,
         )
         self._hooks = hook_list(hooks)
+        if enable_trace:
+            self._enable_trace(trace_topic)
         self.listener = listener
         self.orderly = orderly
         self.suspend_current_queue_time = suspend_current_queue_time

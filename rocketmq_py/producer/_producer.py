@@ -17,8 +17,9 @@ frames, results) is the base class :class:`~rocketmq_py.producer._send_path.Send
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import TYPE_CHECKING, Any, Final, Self
 
 import trio
 
@@ -62,6 +63,9 @@ from rocketmq_py.protocol import (
     wrap_name,
 )
 from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
+
+if TYPE_CHECKING:
+    from rocketmq_py._tracing._hooks import TraceHook
 
 __all__ = ["Producer", "ProducerStatistics"]
 
@@ -116,6 +120,9 @@ class Producer(SendPath):
         auto_create_topic: send to unknown topics through the ``TBW102`` route (the broker creates them).
         hooks: called around every send attempt (:class:`~rocketmq_py.hooks.Hook`, Java's
             ``SendMessageHook``), e.g. :class:`rocketmq_py.otel.OpenTelemetryHook`.
+        enable_trace: write a trace record of every send to the trace topic, as Java's
+            ``enableMsgTrace`` (``mqadmin queryMsgTraceById`` shows them), batched in the background.
+        trace_topic: where trace records go (default ``RMQ_SYS_TRACE_TOPIC``).
         config: client settings (timeouts, ACL, TLS, instance name, ...); keyword arguments not
             listed here are passed to :class:`ClientConfig`.
     """
@@ -138,6 +145,8 @@ class Producer(SendPath):
         auto_create_topic: bool = True,
         default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
         hooks: Iterable[Hook] = (),
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -176,6 +185,13 @@ class Producer(SendPath):
         # trio.current_time, minus two calls: the run's clock, read per send (set once started).
         self._now: Callable[[], float] = trio.current_time
         self._hooks = hook_list(hooks)
+        self._trace: TraceHook | None = None
+        self._trace_running: AbstractAsyncContextManager[None] | None = None
+        if enable_trace:
+            from rocketmq_py._tracing._hooks import trace_hook  # (it sends with a Producer)
+
+            self._trace = trace_hook(self.group, self.config, self.namespace, trace_topic)
+            self._hooks.append(self._trace)
 
     def register_hook(self, hook: Hook) -> None:
         """Call ``hook`` around every send attempt from now on, after the hooks given before.
@@ -215,6 +231,10 @@ class Producer(SendPath):
             self._uniq = UniqKeyGenerator(ip=self.config.client_ip)
             self._now = trio.lowlevel.current_clock().current_time
             self._started(instance)
+            if self._trace is not None:
+                running = self._trace.dispatcher.running()
+                await running.__aenter__()
+                self._trace_running = running
         except BaseException as exc:
             await instance.__aexit__(type(exc), exc, exc.__traceback__)
             raise
@@ -261,7 +281,13 @@ class Producer(SendPath):
             self._detach()
             return None
         instance, self._instance = self.instance, None
-        return await instance.__aexit__(exc_type, exc, tb)
+        running, self._trace_running = self._trace_running, None
+        try:
+            if running is not None:  # the last trace records are flushed while the instance is up
+                await running.__aexit__(None, None, None)
+        finally:
+            result = await instance.__aexit__(exc_type, exc, tb)
+        return result
 
     async def aclose(self) -> None:
         """Close the producer (same as leaving ``async with``)."""

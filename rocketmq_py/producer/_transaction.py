@@ -155,10 +155,12 @@ class TransactionProducer(Producer):
                 remark = f"executeLocalTransactionBranch exception: {exc!r}"
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
-        await self._end(result, state, remark)
+        await self._end(result, state, remark, message)
         return TransactionSendResult(send_result=result, local_transaction_state=state)
 
-    async def _end(self, result: SendResult, state: LocalTransactionState, remark: str | None) -> None:
+    async def _end(
+        self, result: SendResult, state: LocalTransactionState, remark: str | None, message: Message | None = None
+    ) -> None:
         _, _, commit_log_offset = decode_offset_msg_id(result.offset_msg_id)
         address = self.instance.routes.master_address(result.queue.broker_name)
         if address is None:
@@ -181,6 +183,16 @@ class TransactionProducer(Producer):
             await self.instance.api.end_transaction(address, header, remark)
         except RocketMQError as exc:  # the broker will check back
             log.warning("END_TRANSACTION of %s to %s failed: %s", result.msg_id, address, exc)
+        if self._trace is not None and message is not None:
+            self._trace.end_transaction(
+                group=self.group,
+                message=message,
+                msg_id=result.msg_id,
+                broker_address=address,
+                transaction_id=result.transaction_id,
+                state=_java_state(state),
+                from_check=False,
+            )
 
     async def _on_check(self, request: RemotingCommand) -> RemotingCommand | None:
         """CHECK_TRANSACTION_STATE from a broker: ask the check callback, answer with END_TRANSACTION."""
@@ -219,4 +231,19 @@ class TransactionProducer(Producer):
             await self.instance.api.end_transaction(address, end, remark)
         except RocketMQError as exc:
             log.warning("END_TRANSACTION (check) of %s to %s failed: %s", uniq, address, exc)
+        if self._trace is not None:
+            self._trace.end_transaction(
+                group=self.group,
+                message=message,
+                msg_id=uniq,
+                broker_address=address,
+                transaction_id=transaction_id,
+                state=_java_state(state),
+                from_check=True,
+            )
         return None
+
+
+def _java_state(state: LocalTransactionState) -> str:
+    """Java's name of a verdict (``LocalTransactionState.UNKNOW``), as trace records carry it."""
+    return "UNKNOW" if state is LocalTransactionState.UNKNOWN else state.name

@@ -67,6 +67,8 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
         handoff_delay: float = 1.0,
         topic_metadata_check_interval: float = TOPIC_METADATA_CHECK_INTERVAL_MS / 1000,
         hooks: Iterable[Hook] = (),
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -91,6 +93,8 @@ class LitePullConsumer(SyncClient[AsyncLitePullConsumer]):
                 handoff_delay=handoff_delay,
                 topic_metadata_check_interval=topic_metadata_check_interval,
                 hooks=hooks,
+                enable_trace=enable_trace,
+                trace_topic=trace_topic,
                 config=config,
                 **client_options,
             )

@@ -59,6 +59,8 @@ class Producer(SyncClient[AsyncProducer]):
         auto_create_topic: bool = True,
         default_topic_queue_nums: int = DEFAULT_TOPIC_QUEUE_NUMS,
         hooks: Iterable[Hook] = (),
+        enable_trace: bool = False,
+        trace_topic: str | None = None,
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
@@ -79,6 +81,8 @@ class Producer(SyncClient[AsyncProducer]):
                 auto_create_topic=auto_create_topic,
                 default_topic_queue_nums=default_topic_queue_nums,
                 hooks=hooks,
+                enable_trace=enable_trace,
+                trace_topic=trace_topic,
                 config=config,
                 **client_options,
             )

@@ -72,7 +72,7 @@ async def send_loop(args: argparse.Namespace) -> dict[str, float]:
     counting = False
     body = b"x" * args.size
     topic = args.topic
-    async with Producer("bench-py-producer", namesrv=args.namesrv) as producer:
+    async with Producer("bench-py-producer", namesrv=args.namesrv, enable_trace=args.trace) as producer:
         await producer.send(Message(topic, body))  # route and connections
         window_start = trio.current_time() + args.warmup
         deadline = window_start + args.seconds
@@ -130,7 +130,7 @@ async def aio_send_loop(args: argparse.Namespace) -> dict[str, float]:
     body = b"x" * args.size
     topic = args.topic
     loop = asyncio.get_running_loop()
-    async with aio.Producer("bench-py-producer", namesrv=args.namesrv) as producer:
+    async with aio.Producer("bench-py-producer", namesrv=args.namesrv, enable_trace=args.trace) as producer:
         await producer.send(Message(topic, body))  # route and connections
         window_start = loop.time() + args.warmup
         deadline = window_start + args.seconds
@@ -183,6 +183,7 @@ def child_main(argv: list[str]) -> int:
     for name in ("in-flight", "size", "batch"):
         parser.add_argument(f"--{name}", type=int, required=True)
     parser.add_argument("--api", choices=["trio", "asyncio"], default="trio")
+    parser.add_argument("--trace", action="store_true", help="enable_trace=True (message trace records)")
     args = parser.parse_args(argv)
     result = asyncio.run(aio_send_loop(args)) if args.api == "asyncio" else trio.run(send_loop, args)
     print("result " + json.dumps(result), flush=True)
@@ -190,7 +191,13 @@ def child_main(argv: list[str]) -> int:
 
 
 def run_ours(
-    cluster: Cluster, topic: str, args: argparse.Namespace, batch: int, api: str = "trio"
+    cluster: Cluster,
+    topic: str,
+    args: argparse.Namespace,
+    batch: int,
+    api: str = "trio",
+    *,
+    trace: bool = False,
 ) -> Figures:
     argv = [
         sys.executable,
@@ -200,6 +207,7 @@ def run_ours(
         *("--seconds", str(args.seconds), "--warmup", str(args.warmup)),
         *("--in-flight", str(args.in_flight), "--size", str(args.size), "--batch", str(batch)),
         *("--api", api),
+        *(["--trace"] if trace else []),
     ]
     child = Watched(argv)
     try:
@@ -308,7 +316,8 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                 if side == "java":
                     figures = run_java(cluster, topic, args, batch)
                 else:
-                    figures = run_ours(cluster, topic, args, batch, "asyncio" if side == "aio" else "trio")
+                    api = "asyncio" if side == "aio" else "trio"
+                    figures = run_ours(cluster, topic, args, batch, api, trace=side == "trace")
                 results[mode][side].append(figures)
                 rows.append(
                     {
@@ -341,6 +350,17 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                 )
             )
         java, ours, aio = by_side.get("java"), by_side.get("ours"), by_side.get("aio")
+        traced = by_side.get("trace")
+        if traced and ours:
+            print(
+                "  " + ratio_line("throughput", [f.tps for f in traced], [f.tps for f in ours], "traced/trio")
+            )
+            print(
+                "  "
+                + ratio_line(
+                    "CPU per message", [f.cpu_us for f in traced], [f.cpu_us for f in ours], "traced/trio"
+                )
+            )
         if java and ours:
             print("  " + ratio_line("throughput", [f.tps for f in ours], [f.tps for f in java]))
             print("  " + ratio_line("CPU per message", [f.cpu_us for f in ours], [f.cpu_us for f in java]))
@@ -371,7 +391,8 @@ def main() -> int:
     parser.add_argument(
         "--sides",
         default="java,ours,aio",
-        help="comma-separated, in round order: java, ours (the trio API), aio (rocketmq_py.aio on asyncio)",
+        help="comma-separated, in round order: java, ours (the trio API), aio (rocketmq_py.aio on asyncio), "
+        "trace (the trio API with enable_trace=True)",
     )
     args = parser.parse_args()
     if os.environ.get("ROCKETMQ_NAMESRV"):

@@ -85,6 +85,13 @@ async def produce(cluster: Cluster, topic: str, count: int, *, pace: float = 0.0
     return bodies
 
 
+async def _keep_sending(cluster: Cluster, topic: str) -> None:
+    async with Producer(f"it-pop-traffic-{uuid.uuid4().hex[:6]}", namesrv=cluster.namesrv_addr) as producer:
+        for n in range(10_000):
+            await producer.send(Message(topic, f"traffic-{n}".encode()))
+            await trio.sleep(0.2)
+
+
 async def wait_until(predicate: Callable[[], bool]) -> None:
     """Poll ``predicate`` until it holds (use under ``trio.fail_after``)."""
     while not predicate():  # noqa: ASYNC110 - the listeners fill the state
@@ -127,9 +134,13 @@ async def test_a_hanging_consumer_does_not_pin_its_queues(
         bodies = await produce(cluster, topic, 20)
         with trio.fail_after(60):
             await wait_until(lambda: any(name == "stuck" for name, _, _ in log))
-        async with consumer(cluster, group, topic, Recording(log, "healthy")):
+        async with consumer(cluster, group, topic, Recording(log, "healthy")), trio.open_nursery() as nursery:
+            # Live traffic meanwhile, as in production: the broker's revive service moves on as
+            # acknowledgements and checkpoints come in (on an idle group it may wait much longer).
+            nursery.start_soon(_keep_sending, cluster, topic)
             with trio.fail_after(90):  # the stuck member's messages come back after 10 s
                 await wait_until(lambda: {b for name, b, _ in log if name == "healthy"} >= bodies)
+            nursery.cancel_scope.cancel()
     stuck_bodies = {b for name, b, _ in log if name == "stuck"}
     assert stuck_bodies, "the stuck member popped nothing"
     # What the stuck member held was redelivered to the healthy one.

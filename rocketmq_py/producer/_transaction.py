@@ -159,7 +159,11 @@ class TransactionProducer(Producer):
         return TransactionSendResult(send_result=result, local_transaction_state=state)
 
     async def _end(
-        self, result: SendResult, state: LocalTransactionState, remark: str | None, message: Message | None = None
+        self,
+        result: SendResult,
+        state: LocalTransactionState,
+        remark: str | None,
+        message: Message | None = None,
     ) -> None:
         _, _, commit_log_offset = decode_offset_msg_id(result.offset_msg_id)
         address = self.instance.routes.master_address(result.queue.broker_name)

@@ -74,7 +74,7 @@ class ConsumeReturnType(enum.IntEnum):
     FAILED = 4
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class PubTrace:
     """A send (``Pub``)."""
 
@@ -92,27 +92,17 @@ class PubTrace:
     offset_msg_id: str
     success: bool
 
-    def fields(self) -> tuple[object, ...]:
-        """The record's fields in wire order."""
+    def encode(self) -> str:
+        """The record as Java's encoder writes it, separator included."""
         return (
-            "Pub",
-            self.timestamp,
-            self.region_id,
-            self.group,
-            self.topic,
-            self.msg_id,
-            _java_str(self.tags),
-            _java_str(self.keys),
-            self.store_host,
-            self.body_length,
-            self.cost_ms,
-            int(self.msg_type),
-            self.offset_msg_id,
-            self.success,
+            f"Pub\x01{self.timestamp}\x01{self.region_id}\x01{self.group}\x01{self.topic}\x01{self.msg_id}"
+            f"\x01{self.tags or 'null'}\x01{self.keys or 'null'}\x01{self.store_host}\x01{self.body_length}"
+            f"\x01{self.cost_ms}\x01{int(self.msg_type)}\x01{self.offset_msg_id}"
+            f"\x01{'true' if self.success else 'false'}\x02"
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class SubBeforeTrace:
     """A message handed to a listener (``SubBefore``)."""
 
@@ -124,21 +114,15 @@ class SubBeforeTrace:
     retry_times: int
     keys: str
 
-    def fields(self) -> tuple[object, ...]:
-        """The record's fields in wire order."""
+    def encode(self) -> str:
+        """The record as Java's encoder writes it, separator included."""
         return (
-            "SubBefore",
-            self.timestamp,
-            self.region_id,
-            self.group,
-            self.request_id,
-            self.msg_id,
-            self.retry_times,
-            _java_str(self.keys),
+            f"SubBefore\x01{self.timestamp}\x01{self.region_id}\x01{self.group}\x01{self.request_id}"
+            f"\x01{self.msg_id}\x01{self.retry_times}\x01{self.keys or 'null'}\x02"
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class SubAfterTrace:
     """How the listener's call ended for a message (``SubAfter``)."""
 
@@ -151,22 +135,16 @@ class SubAfterTrace:
     timestamp: int
     group: str
 
-    def fields(self) -> tuple[object, ...]:
-        """The record's fields in wire order."""
+    def encode(self) -> str:
+        """The record as Java's encoder writes it, separator included."""
         return (
-            "SubAfter",
-            self.request_id,
-            self.msg_id,
-            self.cost_ms,
-            self.success,
-            _java_str(self.keys),
-            int(self.context_code),
-            self.timestamp,
-            self.group,
+            f"SubAfter\x01{self.request_id}\x01{self.msg_id}\x01{self.cost_ms}"
+            f"\x01{'true' if self.success else 'false'}\x01{self.keys or 'null'}\x01{int(self.context_code)}"
+            f"\x01{self.timestamp}\x01{self.group}\x02"
         )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class EndTransactionTrace:
     """A transaction's end (``EndTransaction``); ``state`` is Java's name of the verdict."""
 
@@ -183,45 +161,22 @@ class EndTransactionTrace:
     state: str
     from_check: bool
 
-    def fields(self) -> tuple[object, ...]:
-        """The record's fields in wire order."""
+    def encode(self) -> str:
+        """The record as Java's encoder writes it, separator included."""
         return (
-            "EndTransaction",
-            self.timestamp,
-            self.region_id,
-            self.group,
-            self.topic,
-            self.msg_id,
-            _java_str(self.tags),
-            _java_str(self.keys),
-            self.store_host,
-            int(self.msg_type),
-            _java_str(self.transaction_id),
-            self.state,
-            self.from_check,
+            f"EndTransaction\x01{self.timestamp}\x01{self.region_id}\x01{self.group}\x01{self.topic}"
+            f"\x01{self.msg_id}\x01{self.tags or 'null'}\x01{self.keys or 'null'}\x01{self.store_host}"
+            f"\x01{int(self.msg_type)}\x01{self.transaction_id or 'null'}\x01{self.state}"
+            f"\x01{'true' if self.from_check else 'false'}\x02"
         )
 
 
 TraceRecord = PubTrace | SubBeforeTrace | SubAfterTrace | EndTransactionTrace
 
 
-def _java_str(value: str) -> str:
-    # Java appends a null String as "null", and its decoder needs every field present: String.split
-    # drops trailing empty fields, so an empty last field would make a record too short for it.
-    return value or "null"
-
-
-def _text(value: object) -> str:
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    return str(value)
-
-
 def encode_trace_data(records: Iterable[TraceRecord]) -> str:
     """The body of a trace message holding ``records``, as Java's dispatcher joins them."""
-    return "".join(CONTENT_SEPARATOR.join(map(_text, r.fields())) + FIELD_SEPARATOR for r in records)
+    return "".join([r.encode() for r in records])
 
 
 def trace_keys(record: TraceRecord) -> list[str]:

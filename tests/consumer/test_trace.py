@@ -104,7 +104,9 @@ async def test_a_listener_call_is_recorded_before_and_after_with_one_request_id(
     assert [(r.success, r.context_code) for r in first] == [(False, ConsumeReturnType.FAILED)] * 2
 
 
-async def test_a_transaction_end_is_recorded(cluster: Cluster, autojump_clock: trio.testing.MockClock) -> None:
+async def test_a_transaction_end_is_recorded(
+    cluster: Cluster, autojump_clock: trio.testing.MockClock
+) -> None:
     _with_trace_topic(cluster)
     async with TransactionProducer(
         "pg-tx-trace",
@@ -128,7 +130,9 @@ async def test_a_transaction_end_is_recorded(cluster: Cluster, autojump_clock: t
 
 async def test_a_full_queue_drops_records_and_counts_them() -> None:
     dispatcher = TraceDispatcher("g", ClientConfig(namesrv="127.0.0.1:1"), queue_size=2, batch_num=10)
-    record = SubBeforeTrace(timestamp=1, region_id="R", group="g", request_id="r", msg_id="m", retry_times=0, keys="")
+    record = SubBeforeTrace(
+        timestamp=1, region_id="R", group="g", request_id="r", msg_id="m", retry_times=0, keys=""
+    )
     for _ in range(5):
         dispatcher.append(record)
     assert (dispatcher.statistics.appended, dispatcher.statistics.dropped) == (2, 3)

@@ -21,8 +21,7 @@ from rocketmq_py.errors import IllegalOperation, NoPermission, RecallNotSupporte
 from rocketmq_py.protocol import RecallHandle
 from rocketmq_py.protocol._versions import V5_3_2
 from rocketmq_py.testing import Cluster
-from rocketmq_py.testing._distribution import resolve_bench
-from rocketmq_py.testing._tools import run_java
+from rocketmq_py.testing._tools import run_java_program
 
 JAVA_DRIVER = Path(__file__).parent / "java" / "RecallInterop.java"
 #: Far enough out that each recall lands before it, near enough that the test can see it pass.
@@ -32,8 +31,9 @@ PullAll = Callable[..., Awaitable[list[MessageExt]]]
 
 
 def _java(cluster: Cluster, *args: str) -> str:
-    classpath = resolve_bench(cluster.version).classpath
-    result = run_java(classpath, str(JAVA_DRIVER), [args[0], cluster.namesrv_addr, *args[1:]], timeout=120)
+    result = run_java_program(
+        JAVA_DRIVER, [args[0], cluster.namesrv_addr, *args[1:]], version=cluster.version, timeout=120
+    )
     assert result.ok, result.output
     [line] = [line for line in result.output.splitlines() if line.startswith(("SENT ", "RECALLED "))]
     return line

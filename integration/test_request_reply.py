@@ -22,8 +22,7 @@ from rocketmq_py.errors import RequestReplyTimeout
 from rocketmq_py.protocol import PropertyKey, reply_topic
 from rocketmq_py.testing import Cluster
 from rocketmq_py.testing._cluster import CLUSTER_NAME
-from rocketmq_py.testing._distribution import resolve_bench
-from rocketmq_py.testing._tools import ToolResult, run_java
+from rocketmq_py.testing._tools import ToolResult, run_java_program
 
 JAVA_DRIVER = Path(__file__).parent / "java" / "RequestReplyInterop.java"
 REPLY_TOPIC = reply_topic(CLUSTER_NAME)
@@ -32,8 +31,9 @@ TIMEOUT = 60.0
 
 
 def _java(cluster: Cluster, *args: str) -> ToolResult:
-    classpath = resolve_bench(cluster.version).classpath
-    return run_java(classpath, str(JAVA_DRIVER), [args[0], cluster.namesrv_addr, *args[1:]], timeout=180)
+    return run_java_program(
+        JAVA_DRIVER, [args[0], cluster.namesrv_addr, *args[1:]], version=cluster.version, timeout=180
+    )
 
 
 def _lines(result: ToolResult, prefix: str, fields: int) -> list[list[str]]:

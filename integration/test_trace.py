@@ -16,16 +16,16 @@ import trio
 
 from rocketmq_py import Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.testing import Cluster
-from rocketmq_py.testing._distribution import resolve_bench
-from rocketmq_py.testing._tools import run_java
+from rocketmq_py.testing._tools import run_java_program
 
 JAVA_DRIVER = Path(__file__).parent / "java" / "TraceInterop.java"
 COUNT = 3
 
 
 def _java(cluster: Cluster, *args: str) -> list[str]:
-    classpath = resolve_bench(cluster.version).classpath
-    result = run_java(classpath, str(JAVA_DRIVER), [args[0], cluster.namesrv_addr, *args[1:]], timeout=150)
+    result = run_java_program(
+        JAVA_DRIVER, [args[0], cluster.namesrv_addr, *args[1:]], version=cluster.version, timeout=150
+    )
     assert result.ok, result.output
     return [line.split()[1] for line in result.output.splitlines() if line.startswith(("SENT ", "GOT "))]
 

@@ -25,7 +25,14 @@ from rocketmq_py.testing._distribution import (
 )
 from rocketmq_py.testing._processes import popen_tied
 
-__all__ = ["BENCH_MAIN_CLASSES", "MQADMIN_MAIN_CLASS", "ToolResult", "run_java_bench", "run_mqadmin"]
+__all__ = [
+    "BENCH_MAIN_CLASSES",
+    "MQADMIN_MAIN_CLASS",
+    "ToolResult",
+    "run_java_bench",
+    "run_java_program",
+    "run_mqadmin",
+]
 
 MQADMIN_MAIN_CLASS = "org.apache.rocketmq.tools.command.MQAdminStartup"
 BENCH_MAIN_CLASSES = {
@@ -37,6 +44,14 @@ BENCH_MAIN_CLASSES = {
 # A short-lived tool JVM starts faster with the C1 compiler only and the serial collector.
 _TOOL_JVM_OPTS = ["-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
 _BENCH_JVM_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC"]
+# A Java client program: the 4.x clients' netty reads java.nio internals, closed by default on Java 17.
+_CLIENT_JVM_OPTS = [
+    "-Xms64m",
+    "-Xmx256m",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,4 +173,14 @@ def run_java_bench(
     cp = resolve_bench(version)
     return run_java(
         cp.classpath, main, _with_namesrv(args, namesrv), jvm_opts=_BENCH_JVM_OPTS, timeout=timeout
+    )
+
+
+def run_java_program(
+    source: str | Path, args: Sequence[str], *, version: str = DEFAULT_VERSION, timeout: float | None = 180.0
+) -> ToolResult:
+    """Run a single-file Java program (``java Program.java``) with the Java client of the benchmark
+    tools that go with server ``version`` (``rocketmq-client`` 5.5.0 for 5.x, 4.7.0 for 4.x)."""
+    return run_java(
+        resolve_bench(version).classpath, str(source), args, jvm_opts=_CLIENT_JVM_OPTS, timeout=timeout
     )

@@ -137,18 +137,26 @@ class AioClient(Generic[C]):
 
     # --- forwarding -----------------------------------------------------------------------------
 
-    def _call(self, afn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> Awaitable[T]:
-        """``await afn(*args, **kwargs)`` in the trio run; errors cross unchanged.
+    def _open_guest(self) -> TrioGuest:
+        """The guest that runs this client's calls.
 
-        A plain function returning the guest's awaitable (one coroutine frame less per send to
-        suspend and resume through).
+        Raises:
+            StateError: the client is not open, or its trio side failed.
         """
         guest = self._guest
         if guest is None:
             raise StateError(f"this {type(self).__name__} is not open (use `async with`)")
         if self._crash is not None:
             raise StateError(f"this {type(self).__name__} failed: {self._crash!r}") from self._crash
-        return guest.call_keeping(None, afn, *args, **kwargs)
+        return guest
+
+    def _call(self, afn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> Awaitable[T]:
+        """``await afn(*args, **kwargs)`` in the trio run; errors cross unchanged.
+
+        A plain function returning the guest's awaitable (one coroutine frame less per send to
+        suspend and resume through).
+        """
+        return self._open_guest().call_keeping(None, afn, *args, **kwargs)
 
     def _call_keeping(
         self,
@@ -159,12 +167,7 @@ class AioClient(Generic[C]):
         **kwargs: P.kwargs,
     ) -> Awaitable[T]:
         """:meth:`_call`, giving a result its cancelled caller never got to ``on_lost``."""
-        guest = self._guest
-        if guest is None:
-            raise StateError(f"this {type(self).__name__} is not open (use `async with`)")
-        if self._crash is not None:
-            raise StateError(f"this {type(self).__name__} failed: {self._crash!r}") from self._crash
-        return guest.call_keeping(on_lost, afn, *args, **kwargs)
+        return self._open_guest().call_keeping(on_lost, afn, *args, **kwargs)
 
     def _on_loop(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` as the trio client should call it: a coroutine function runs on the asyncio loop."""

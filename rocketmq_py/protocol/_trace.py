@@ -195,6 +195,10 @@ def _bool(value: str) -> bool:
     return value.lower() == "true"
 
 
+#: Fields a record of each kind has at least (older Java clients wrote fewer trailing ones).
+_MIN_FIELDS: Final = {"Pub": 13, "SubBefore": 8, "SubAfter": 6, "EndTransaction": 13}
+
+
 def decode_trace_data(data: str) -> list[TraceRecord]:
     """The records of a trace message's body (Java's or ours); unknown record kinds are skipped.
 
@@ -205,9 +209,9 @@ def decode_trace_data(data: str) -> list[TraceRecord]:
     for chunk in data.split(FIELD_SEPARATOR):
         f = chunk.split(CONTENT_SEPARATOR)
         kind = f[0]
+        if len(f) < _MIN_FIELDS.get(kind, 0):
+            raise ValueError(f"a {kind} trace record has {len(f)} fields: {chunk!r}")
         if kind == "Pub":
-            if len(f) < 13:
-                raise ValueError(f"a Pub trace record has {len(f)} fields: {chunk!r}")
             with_offset_id = len(f) >= 14
             records.append(
                 PubTrace(
@@ -227,8 +231,6 @@ def decode_trace_data(data: str) -> list[TraceRecord]:
                 )
             )
         elif kind == "SubBefore":
-            if len(f) < 8:
-                raise ValueError(f"a SubBefore trace record has {len(f)} fields: {chunk!r}")
             records.append(
                 SubBeforeTrace(
                     timestamp=int(f[1]),
@@ -241,8 +243,6 @@ def decode_trace_data(data: str) -> list[TraceRecord]:
                 )
             )
         elif kind == "SubAfter":
-            if len(f) < 6:
-                raise ValueError(f"a SubAfter trace record has {len(f)} fields: {chunk!r}")
             records.append(
                 SubAfterTrace(
                     request_id=f[1],
@@ -258,8 +258,6 @@ def decode_trace_data(data: str) -> list[TraceRecord]:
                 )
             )
         elif kind == "EndTransaction":
-            if len(f) < 13:
-                raise ValueError(f"an EndTransaction trace record has {len(f)} fields: {chunk!r}")
             records.append(
                 EndTransactionTrace(
                     timestamp=int(f[1]),

@@ -19,6 +19,10 @@ import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExt;
 
 public class RequestReplyInterop {
+    // The first send of a cold JVM on a busy 2-core CI machine can exceed the client's default 3 s
+    // (the timeout covers the route lookup and every attempt): these drivers test behaviour, not latency.
+    static final int SEND_TIMEOUT_MS = 30_000;
+
     public static void main(String[] args) throws Exception {
         int status;
         try {
@@ -39,6 +43,7 @@ public class RequestReplyInterop {
         int count = Integer.parseInt(args[3]);
         long waitSec = Long.parseLong(args[4]);
         DefaultMQProducer producer = new DefaultMQProducer("it-rr-java-responder");
+        producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         producer.setNamesrvAddr(args[1]);
         producer.start();
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("it-rr-java-" + topic);
@@ -74,6 +79,7 @@ public class RequestReplyInterop {
 
     private static int request(String[] args) throws Exception {
         DefaultMQProducer producer = new DefaultMQProducer("it-rr-java-requester");
+        producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         producer.setNamesrvAddr(args[1]);
         producer.start();
         try {

@@ -2,7 +2,7 @@
 
     python integration/_consumer_proc.py --namesrv H:P --group G --topic T [--rebalance-interval S]
         [--orderly] [--message-model BROADCASTING --instance-name N --offsets-dir D]
-        [--listen-rebalance] [--consume-delay S]
+        [--listen-rebalance] [--consume-delay S] [--pop --pop-invisible-time S]
 
 It prints JSON lines on stdout, flushed one by one:
 
@@ -10,6 +10,7 @@ It prints JSON lines on stdout, flushed one by one:
     {"event": "owned", "queues": [["broker-a", 0], ...]}       whenever the owned queues of T change
     {"event": "consumed", "queue": ["127.0.0.1:10911", 0], "msgs": [[offset, body, reconsume], ...],
      "at": <epoch seconds, float>}
+    {"event": "received", "bodies": [...]}   (--consume-delay: before the listener's delay)
     {"event": "revoked" | "assigned", "queues": [["broker-a", 0], ...], "at": ...}
                                                                  (--listen-rebalance; queues of T only)
     {"event": "stopped"}
@@ -44,6 +45,7 @@ def emit(event: str, **fields: object) -> None:
 async def listener(msgs: list[MessageExt]) -> None:
     first = msgs[0]
     if CONSUME_DELAY:
+        emit("received", bodies=[m.body.decode(errors="replace") for m in msgs])
         await trio.sleep(CONSUME_DELAY)
     emit(
         "consumed",
@@ -110,6 +112,9 @@ async def main(args: argparse.Namespace) -> None:
         options["offsets_dir"] = args.offsets_dir
     if args.listen_rebalance:
         options["rebalance_listener"] = RebalanceReporter(args.topic)
+    if args.pop:  # the broker assigns the queues and hides what is popped (group in POP mode)
+        options["client_rebalance"] = False
+        options["pop_invisible_time"] = args.pop_invisible_time
     consumer = PushConsumer(
         args.group,
         namesrv=args.namesrv,
@@ -146,4 +151,6 @@ if __name__ == "__main__":
     parser.add_argument("--offsets-dir", default=None)
     parser.add_argument("--listen-rebalance", action="store_true")
     parser.add_argument("--consume-delay", type=float, default=0.0)
+    parser.add_argument("--pop", action="store_true")
+    parser.add_argument("--pop-invisible-time", type=float, default=60.0)
     trio.run(main, parser.parse_args())

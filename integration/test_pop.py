@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -19,6 +22,11 @@ from rocketmq_py import Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.consumer._listener import ConsumeStatus
 from rocketmq_py.protocol._versions import V5_0_0
 from rocketmq_py.testing import Cluster
+from rocketmq_py.testing._report_process import ReportingProcess
+from rocketmq_py.testing._tools import run_java_program
+from rocketmq_py.testing._traffic import SteadyProducer
+
+JAVA_POP_CONSUMER = Path(__file__).parent / "java" / "PopConsumer.java"
 
 
 @pytest.fixture(autouse=True)
@@ -163,3 +171,147 @@ async def test_failed_messages_come_back_and_nothing_is_lost(
     deliveries = Counter(b for _, b, _ in log)
     assert set(deliveries) == bodies
     assert max(deliveries.values()) == 2, deliveries
+
+
+async def test_a_mixed_group_with_the_java_pop_consumer_shares_the_queues(
+    cluster: Cluster, create_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """Our POP consumer and the Java client's (``setClientRebalance(false)``) in one group: both
+    pop from the same queues, each acknowledges its own, and together they consume everything."""
+    topic = create_topic(1)
+    group = pop_group(cluster, topic)
+    java_log, stop = tmp_path / "java-consumed.txt", tmp_path / "stop"
+    java_log.touch()
+
+    def java_bodies() -> list[bytes]:
+        return [
+            line.split()[1].encode()
+            for line in java_log.read_text().splitlines()
+            if line.startswith("CONSUMED ")
+        ]
+
+    def run_java() -> None:
+        result = run_java_program(
+            JAVA_POP_CONSUMER,
+            [cluster.namesrv_addr, group, topic, str(java_log), str(stop)],
+            version=cluster.version,
+            timeout=300,
+        )
+        assert result.ok, result.output
+
+    log: list[tuple[str, bytes, int]] = []
+    bodies: set[bytes] = set()
+
+    async def send_one(producer: Producer) -> None:
+        body = f"mixed-{len(bodies)}".encode()
+        await producer.send(Message(topic, body))
+        bodies.add(body)
+        await trio.sleep(0.02)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(trio.to_thread.run_sync, run_java)
+        try:
+            async with consumer(cluster, group, topic, Recording(log, "python")):
+                async with Producer(
+                    f"it-pop-mixed-{uuid.uuid4().hex[:6]}", namesrv=cluster.namesrv_addr
+                ) as producer:
+                    # Until both members consumed some (the Java one starts in seconds), then 200 more.
+                    with trio.fail_after(120):
+                        while not (log and java_bodies()):
+                            await send_one(producer)
+                    shared_from = len(bodies)
+                    for _ in range(200):
+                        await send_one(producer)
+                with trio.fail_after(60):
+                    await wait_until(lambda: {b for _, b, _ in log} | set(java_bodies()) >= bodies)
+        finally:
+            stop.touch()  # the Java consumer shuts down
+    ours, theirs = [b for _, b, _ in log], java_bodies()
+    duplicates = len(ours) + len(theirs) - len(set(ours) | set(theirs))
+    shared = {f"mixed-{n}".encode() for n in range(shared_from, len(bodies))}
+    print(
+        f"\nPOP mixed group: produced {len(bodies)}, Python consumed {len(ours)}, Java consumed "
+        f"{len(theirs)}, duplicates {duplicates}; of the last 200 (both members up) Python "
+        f"{len(shared.intersection(ours))}, Java {len(shared.intersection(theirs))}"
+    )
+    assert set(ours) | set(theirs) == bodies
+    # With both up, both pop from the shared queues.
+    assert shared.intersection(ours), "our consumer got none of the last 200"
+    assert shared.intersection(theirs), "the Java consumer got none of the last 200"
+
+
+@dataclass
+class PopProc(ReportingProcess):
+    """A POP consumer process (``_consumer_proc.py --pop``) and the bodies it consumed."""
+
+    consumed: list[str] = field(default_factory=list)
+    redelivered: list[str] = field(default_factory=list)  # reconsume times > 0
+    received: list[str] = field(default_factory=list)  # given to the listener (before its delay)
+
+    def on_report(self, report: dict[str, Any]) -> None:
+        if report["event"] == "received":
+            self.received.extend(report["bodies"])
+        elif report["event"] == "consumed":
+            self.consumed.extend(body for _, body, _ in report["msgs"])
+            self.redelivered.extend(body for _, body, times in report["msgs"] if times)
+
+
+async def test_a_sigkilled_pop_consumer_loses_nothing(
+    cluster: Cluster,
+    create_topic: Callable[..., str],
+    spawn_process: Callable[..., Awaitable[Any]],
+    nursery: trio.Nursery,
+) -> None:
+    """Three POP consumer processes under steady traffic; one is SIGKILLed (no ack, no unregister):
+    what it had popped comes back after the invisible time (10 s) and the others consume it."""
+    topic = create_topic(1)
+    group = pop_group(cluster, topic)
+    args = (
+        "--group",
+        group,
+        "--topic",
+        topic,
+        "--pop",
+        "--pop-invisible-time",
+        "10",
+        "--consume-delay",
+        "0.02",
+    )
+    procs: list[PopProc] = [await spawn_process(PopProc, *args) for _ in range(3)]
+    producer = SteadyProducer(cluster.namesrv_addr, topic, group=f"it-pop-kill-{uuid.uuid4().hex[:6]}")
+    nursery.start_soon(producer.run)
+    victim, survivors = procs[0], procs[1:]
+    with trio.fail_after(60):
+        await wait_until(
+            lambda: (
+                bool(victim.consumed)
+                and len(victim.received) > len(victim.consumed)
+                and all(len(p.consumed) >= 10 for p in survivors)
+            )
+        )
+    victim.process.kill()  # SIGKILL: what it popped stays unacknowledged
+    await victim.process.wait()
+    held = set(victim.received) - set(victim.consumed)  # in its listener when it died
+    killed_at = len(producer.sent)
+    await producer.wait_sent(200)
+    await producer.stop()
+
+    def lost() -> set[str]:
+        return set(producer.sent) - {b for p in procs for b in p.consumed}
+
+    with trio.move_on_after(120):  # the victim's popped messages come back after 10 s (plus revive)
+        await wait_until(lambda: not lost())
+    deliveries = sum(len(p.consumed) for p in procs)
+    unique = len({b for p in procs for b in p.consumed})
+    print(
+        f"\nPOP SIGKILL of one member of three: produced {len(producer.sent)} ({killed_at} before the kill), "
+        f"delivered {deliveries} ({', '.join(str(len(p.consumed)) for p in procs)} per member), "
+        f"lost {len(lost())}, duplicates {deliveries - unique}, "
+        f"held by the victim {len(held)}, redelivered {sum(len(p.redelivered) for p in survivors)}"
+    )
+    assert not lost(), f"{len(lost())} lost, e.g. {sorted(lost())[:10]}"
+    # What the victim held when it died came back to the survivors.
+    assert held
+    assert held <= {b for p in survivors for b in p.consumed}
+    for proc in survivors:
+        await proc.stop()

@@ -5,7 +5,11 @@ by the Java benchmark ``Producer`` (``--fill java``, the default) or our batch s
 python``, much faster for big backlogs). Then, in each of ``--rounds`` rounds (the order alternating), two new groups drain
 it from the first offset, one after the other, with each client's defaults (20 consume threads / tasks, one message a listener
 call): the Java ``benchmark.Consumer`` and our ``PushConsumer`` (in a child process of its own), and
-as a third column ``aio`` our :mod:`rocketmq_py.aio` ``PushConsumer`` with an asyncio listener.
+as a third column ``aio`` our :mod:`rocketmq_py.aio` ``PushConsumer`` with an asyncio listener;
+``--sides ours,pop`` puts POP consumption (``client_rebalance=False``, the group set to POP mode
+with ``mqadmin setConsumeMode``) beside the client-rebalance consumer, with the redeliveries
+(messages consumed twice) of each drain; ``javapop`` is the Java client's POP consumer
+(``integration/java/PopConsumer.java``, timed from its start to its ``backlog``-th distinct message).
 Before that, ``--warmup`` messages are stored and drained on another topic, so that neither client
 meets a broker whose pull path is not JIT-compiled yet. A drain is timed from "consumer started"
 to the last message consumed:
@@ -58,6 +62,7 @@ from rocketmq_py.testing._distribution import find_java, write_home_conf
 from rocketmq_py.testing._tools import BENCH_MAIN_CLASSES
 
 QUEUES = 8  # per broker
+API = {"ours": "trio", "aio": "asyncio", "pop": "pop"}  # our sides: how the drain child runs
 WINDOW = 9.0  # seconds between the first and last of the Java tool's ten one-second snapshots
 _JAVA_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC"]  # as run_java_bench gives the tools
 
@@ -112,8 +117,10 @@ def vm_rss_kib() -> int:
     return 0
 
 
-async def drain(namesrv: str, topic: str, group: str, count: int) -> dict[str, Any]:
+async def drain(namesrv: str, topic: str, group: str, count: int, pop: bool = False) -> dict[str, Any]:
+    """Drain ``count`` distinct messages (by message id; redeliveries are counted, not waited for)."""
     consumed = 0
+    seen: set[str] = set()
     first = last = 0.0
     done = trio.Event()
 
@@ -122,12 +129,17 @@ async def drain(namesrv: str, topic: str, group: str, count: int) -> dict[str, A
         if not consumed:
             first = time.perf_counter()
         consumed += len(msgs)
-        if consumed >= count and not done.is_set():
+        seen.update(m.msg_id for m in msgs)
+        if len(seen) >= count and not done.is_set():
             last = time.perf_counter()
             done.set()
 
     consumer = PushConsumer(
-        group, namesrv=namesrv, listener=listener, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
+        group,
+        namesrv=namesrv,
+        listener=listener,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        client_rebalance=not pop,  # pop: the broker assigns queues, messages come by POP_MESSAGE
     )
     consumer.subscribe(topic)
     rss_idle = vm_rss_kib()
@@ -139,6 +151,7 @@ async def drain(namesrv: str, topic: str, group: str, count: int) -> dict[str, A
         print("done", flush=True)
     return {
         "consumed": consumed,
+        "duplicates": consumed - len(seen),
         "seconds": last - started,
         "to_first": first - started,
         "rss_idle_kib": rss_idle,
@@ -288,6 +301,48 @@ def run_java(cluster: Cluster, topic: str, group: str, backlog: int) -> JavaDrai
     )
 
 
+JAVA_POP_CONSUMER = Path(__file__).parent.parent / "integration" / "java" / "PopConsumer.java"
+
+
+def run_java_pop(cluster: Cluster, topic: str, group: str, backlog: int) -> dict[str, Any]:
+    """The Java client's POP consumer (``setClientRebalance(false)``) draining the backlog.
+
+    Timed from its ``READY`` line (after ``consumer.start()``; the JVM compiling the single-file
+    program is not counted) to its ``DONE`` line (``backlog`` distinct message ids seen).
+    """
+    home = Path(tempfile.mkdtemp(prefix="bench-java-pop-"))
+    write_home_conf(home)
+    argv = [
+        find_java(),
+        *_JAVA_OPTS,
+        f"-Duser.home={home}",
+        f"-Drocketmq.home.dir={home}",
+        "-cp",
+        resolve_bench(cluster.version).classpath,
+        str(JAVA_POP_CONSUMER),
+        *(cluster.namesrv_addr, group, topic, str(home / "consumed.txt"), str(home / "stop"), str(backlog)),
+    ]
+    java = Watched(argv, env=dict(os.environ, ROCKETMQ_HOME=str(home)))
+    try:
+        ready = java.wait_for(r"^READY", 120)
+        first = java.wait_for(r"^FIRST", 60)
+        done = java.wait_for(r"^DONE", backlog / 100 + 120)
+        peak_rss = int(peak_rss_mib(java.proc.pid) * 1024)
+    finally:
+        (home / "stop").touch()
+        java.stop()
+    deliveries = int(done.text.split()[2])
+    return {
+        "consumed": deliveries,
+        "duplicates": deliveries - backlog,
+        "seconds": done.at - ready.at,
+        "to_first": first.at - ready.at,
+        "cpu_us": (done.cpu - ready.cpu) / backlog * 1e6,
+        "broker_cpu_us": (done.broker_cpu - ready.broker_cpu) / backlog * 1e6,
+        "peak_rss_kib": peak_rss,
+    }
+
+
 def cpu_at(lines: list[Line], when: float) -> tuple[float, float]:
     """(client, broker) CPU seconds at ``when``, interpolated between the samples around it."""
     before = [ln for ln in lines if ln.at <= when]
@@ -328,6 +383,7 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
     header = f"    {'client':<6} {'msgs/s':>10} {'drain s':>8} {'to first s':>11} {'CPU µs/m':>9} {'broker µs':>10} {'peak RSS':>9}"
     sides = args.sides.split(",")
     rows: dict[str, list[tuple[float, float, float, float, float, float]]] = {side: [] for side in sides}
+    duplicates: dict[str, list[int]] = {side: [] for side in sides}
     results: list[dict[str, object]] = []
     for r in range(args.rounds):
         print(f"round {r + 1} (fresh groups, the whole backlog from its first offset):")
@@ -345,9 +401,24 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                     j.peak_rss_kib / 1024,
                 )
             else:
-                o = run_ours(
-                    cluster.namesrv_addr, topic, group, args.backlog, "asyncio" if side == "aio" else "trio"
-                )
+                if side in ("pop", "javapop"):  # the group in POP mode on every broker before it starts
+                    cluster.mqadmin(
+                        "setConsumeMode",
+                        "-c",
+                        "DefaultCluster",
+                        "-g",
+                        group,
+                        "-t",
+                        topic,
+                        "-m",
+                        "POP",
+                        "-q",
+                        "8",
+                    ).check()
+                if side == "javapop":
+                    o = run_java_pop(cluster, topic, group, args.backlog)
+                else:
+                    o = run_ours(cluster.namesrv_addr, topic, group, args.backlog, API[side])
                 row = (
                     args.backlog / o["seconds"],
                     o["seconds"],
@@ -356,12 +427,21 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                     o["broker_cpu_us"],
                     o["peak_rss_kib"] / 1024,
                 )
-                if o["consumed"] != args.backlog:
-                    print(
-                        f"    (ours consumed {o['consumed']:,}: {o['consumed'] - args.backlog:,} redeliveries)"
-                    )
+                redelivered = o.get("duplicates", o["consumed"] - args.backlog)
+                if redelivered:
+                    print(f"    ({side} consumed {o['consumed']:,}: {redelivered:,} redeliveries)")
+                duplicates[side].append(redelivered)
             rows[side].append(row)
-            results.append({"case": "drain", "side": side, "round": r + 1, "rate": row[0], "cpu_us": row[3]})
+            result: dict[str, object] = {
+                "case": "drain",
+                "side": side,
+                "round": r + 1,
+                "rate": row[0],
+                "cpu_us": row[3],
+            }
+            if duplicates.get(side) and len(duplicates[side]) == r + 1:
+                result["duplicates"] = duplicates[side][-1]
+            results.append(result)
             print(_row(side, row), flush=True)
     write_results(args.json, "consumer", results)
     print("\nmedians:")
@@ -375,6 +455,21 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
     if aio and ours:
         print("  " + ratio_line("drain rate", [f[0] for f in aio], [f[0] for f in ours], "asyncio/trio"))
         print("  " + ratio_line("CPU per message", [f[3] for f in aio], [f[3] for f in ours], "asyncio/trio"))
+    pop, javapop = rows.get("pop"), rows.get("javapop")
+    if pop and javapop:
+        print("  " + ratio_line("POP drain rate", [f[0] for f in pop], [f[0] for f in javapop]))
+        print("  " + ratio_line("POP CPU per message", [f[3] for f in pop], [f[3] for f in javapop]))
+    if pop and ours:
+        print(
+            "  " + ratio_line("drain rate", [f[0] for f in pop], [f[0] for f in ours], "POP/client rebalance")
+        )
+        print(
+            "  "
+            + ratio_line("CPU per message", [f[3] for f in pop], [f[3] for f in ours], "POP/client rebalance")
+        )
+    for side, counts in duplicates.items():
+        if counts:
+            print(f"  {side} redeliveries per round: {counts}")
 
     if args.rss_backlog:
         rss_topic = f"bench-rss-{run_id}"
@@ -395,7 +490,7 @@ def main() -> int:
         if api == "asyncio":
             print(json.dumps(asyncio.run(aio_drain(namesrv, topic, group, int(count)))))
         else:
-            print(json.dumps(trio.run(drain, namesrv, topic, group, int(count))))
+            print(json.dumps(trio.run(drain, namesrv, topic, group, int(count), api == "pop")))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backlog", type=int, default=200_000)
@@ -410,7 +505,9 @@ def main() -> int:
     parser.add_argument(
         "--sides",
         default="java,ours,aio",
-        help="comma-separated, in round order: java, ours (the trio API), aio (rocketmq_py.aio on asyncio)",
+        help="comma-separated, in round order: java, ours (the trio API), aio (rocketmq_py.aio on asyncio), "
+        "pop (ours with client_rebalance=False, the group in POP mode), javapop (the Java client's POP "
+        "consumer, integration/java/PopConsumer.java)",
     )
     args = parser.parse_args()
     if os.environ.get("ROCKETMQ_NAMESRV"):

@@ -72,7 +72,7 @@ versions: jars-versions
 	@if [ -n "$$ROCKETMQ_NAMESRV" ]; then echo "ROCKETMQ_NAMESRV is set: no broker-release matrix"; exit 0; fi; \
 	for v in $(EXTRA_VERSIONS); do \
 		echo "== integration tests on RocketMQ $$v"; \
-		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest $(VERSION_TESTS) -k "$(VERSION_SKIP)" || exit 1; \
+		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest --durations=10 $(VERSION_TESTS) -k "$(VERSION_SKIP)" || exit 1; \
 	done
 
 # DOCKER_TESTS through the docker backend when a Docker engine answers; CI (which starts one) fails

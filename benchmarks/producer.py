@@ -222,7 +222,9 @@ def run_ours(
 # --- the Java tools -------------------------------------------------------------------------------
 
 
-def run_java(cluster: Cluster, topic: str, args: argparse.Namespace, batch: int) -> Figures:
+def run_java(
+    cluster: Cluster, topic: str, args: argparse.Namespace, batch: int, trace: bool = False
+) -> Figures:
     home = cache_dir() / "tools-home"
     write_home_conf(home)
     tool = "batch-producer" if batch > 1 else "producer"
@@ -236,6 +238,7 @@ def run_java(cluster: Cluster, topic: str, args: argparse.Namespace, batch: int)
         BENCH_MAIN_CLASSES[tool],
         *("-n", cluster.namesrv_addr, "-t", topic, "-w", str(args.in_flight), "-s", str(args.size)),
         *("-ri", "1000", *(("-b", str(batch)) if batch > 1 else ())),
+        *(("-m", "true") if trace else ()),  # msgTraceEnable: the Java client's trace dispatcher
     ]
     java = Watched(argv, env=dict(os.environ, ROCKETMQ_HOME=str(home)), cwd=home)
     try:
@@ -313,8 +316,8 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
             print(f"round {r + 1}, {'single sends' if batch == 1 else f'batches of {batch}'}:")
             print(header)
             for side in order:
-                if side == "java":
-                    figures = run_java(cluster, topic, args, batch)
+                if side in ("java", "javatrace"):
+                    figures = run_java(cluster, topic, args, batch, trace=side == "javatrace")
                 else:
                     api = "asyncio" if side == "aio" else "trio"
                     figures = run_ours(cluster, topic, args, batch, api, trace=side == "trace")
@@ -350,7 +353,23 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                 )
             )
         java, ours, aio = by_side.get("java"), by_side.get("ours"), by_side.get("aio")
-        traced = by_side.get("trace")
+        traced, java_traced = by_side.get("trace"), by_side.get("javatrace")
+        if java_traced and java:
+            print(
+                "  "
+                + ratio_line(
+                    "Java throughput", [f.tps for f in java_traced], [f.tps for f in java], "traced/untraced"
+                )
+            )
+            print(
+                "  "
+                + ratio_line(
+                    "Java CPU per message",
+                    [f.cpu_us for f in java_traced],
+                    [f.cpu_us for f in java],
+                    "traced/untraced",
+                )
+            )
         if traced and ours:
             print(
                 "  " + ratio_line("throughput", [f.tps for f in traced], [f.tps for f in ours], "traced/trio")
@@ -392,7 +411,7 @@ def main() -> int:
         "--sides",
         default="java,ours,aio",
         help="comma-separated, in round order: java, ours (the trio API), aio (rocketmq_py.aio on asyncio), "
-        "trace (the trio API with enable_trace=True)",
+        "trace (the trio API with enable_trace=True), javatrace (the Java tool with -m true: its trace)",
     )
     args = parser.parse_args()
     if os.environ.get("ROCKETMQ_NAMESRV"):

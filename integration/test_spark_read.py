@@ -8,6 +8,7 @@ checks the rows against what the producer was told and what raw PULL_MESSAGE req
 from __future__ import annotations
 
 import re
+import threading
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -337,37 +338,83 @@ class Lossy:
     current_min: Callable[[], int]
 
 
+class _LossyCluster:
+    """A one-broker cluster that deletes its commit-log files as soon as it may, filled in a thread.
+
+    A broker's first clean-up pass comes 60 s after it starts (the store's fixed initial delay), so
+    it is started as the module begins and that minute passes during the other reads.
+    """
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+        self.own: LocalCluster | None = None
+        self.topic = f"spark-loss-{uuid.uuid4().hex[:8]}"
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._start, name="lossy-cluster", daemon=True)
+        self.thread.start()
+
+    def _start(self) -> None:
+        try:
+            self.own = LocalCluster(1, version=self.version, broker_config=_LOSSY_BROKER).start()
+            self.own.create_topic(self.topic, 1)
+
+            async def produce() -> None:
+                assert self.own is not None
+                async with Producer("spark-loss-it", namesrv=self.own.namesrv_addr) as producer:
+                    for _ in range(300):
+                        await producer.send(Message(self.topic, b"x" * 1000))
+
+            trio.run(produce)
+            self.own.mqadmin("deleteExpiredCommitLog", "-c", "DefaultCluster").check()
+        except BaseException as exc:  # re-raised in the test that needs the cluster
+            self.error = exc
+
+    def ready(self) -> LocalCluster:
+        self.thread.join(timeout=300)
+        if self.error is not None:
+            raise self.error
+        assert self.own is not None, "the lossy cluster did not start within 300 s"
+        return self.own
+
+    def stop(self) -> None:
+        self.thread.join(timeout=300)
+        if self.own is not None:
+            self.own.stop()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _lossy_cluster(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[_LossyCluster | None]:
+    """Start the lossy cluster as the module begins, when a selected test will read it."""
+    if not any("lossy" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        yield None
+        return
+    starting = _LossyCluster(cluster.version)
+    yield starting
+    starting.stop()
+
+
 @pytest.fixture(scope="module")
-def lossy(cluster: Cluster) -> Iterator[Lossy]:
-    with LocalCluster(1, version=cluster.version, broker_config=_LOSSY_BROKER).start() as own:
-        topic = f"spark-loss-{uuid.uuid4().hex[:8]}"
-        own.create_topic(topic, 1)
+def lossy(_lossy_cluster: _LossyCluster | None) -> Lossy:
+    assert _lossy_cluster is not None
+    own, topic = _lossy_cluster.ready(), _lossy_cluster.topic
+    options = parse_read_options({"namesrv": own.namesrv_addr, "topic": topic}, streaming=False)
 
-        async def produce() -> None:
-            async with Producer("spark-loss-it", namesrv=own.namesrv_addr) as producer:
-                for _ in range(300):
-                    await producer.send(Message(topic, b"x" * 1000))
+    async def bounds(api: Any) -> Any:
+        return (await queue_states(api, options, [topic]))[0]
 
-        trio.run(produce)
-        own.mqadmin("deleteExpiredCommitLog", "-c", "DefaultCluster")
-        options = parse_read_options({"namesrv": own.namesrv_addr, "topic": topic}, streaming=False)
-
-        async def bounds(api: Any) -> Any:
-            return (await queue_states(api, options, [topic]))[0]
-
-        deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 180
+    state = run_with_api(options, bounds)
+    while state.min_offset == 0 and time.monotonic() < deadline:
+        time.sleep(2)
         state = run_with_api(options, bounds)
-        while state.min_offset == 0 and time.monotonic() < deadline:
-            time.sleep(2)
-            state = run_with_api(options, bounds)
-        assert state.min_offset > 0, "the broker did not delete its expired commit-log files"
-        yield Lossy(
-            own.namesrv_addr,
-            topic,
-            state.min_offset,
-            state.max_offset,
-            lambda: int(run_with_api(options, bounds).min_offset),
-        )
+    assert state.min_offset > 0, "the broker did not delete its expired commit-log files"
+    return Lossy(
+        own.namesrv_addr,
+        topic,
+        state.min_offset,
+        state.max_offset,
+        lambda: int(run_with_api(options, bounds).min_offset),
+    )
 
 
 def test_fail_on_data_loss(spark: SparkSession, fmt: str, lossy: Lossy) -> None:

@@ -236,7 +236,11 @@ class OrderlyService:
         started = trio.current_time()
         assert consumer.listener is not None
         hooks = consumer._hooks
-        ctx = consume_context(hooks, consumer.group, msgs, state.mq, orderly=True) if hooks else None
+        ctx = (
+            consume_context(hooks, consumer.group, msgs, state.mq, orderly=True, namespace=consumer.namespace)
+            if hooks
+            else None
+        )
         try:
             status = await consume_call(
                 consumer.listener,

@@ -58,6 +58,7 @@ from rocketmq_py.protocol import (
     PopCheckpoint,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
+    PopProcessQueueInfo,
     PropertyKey,
     QueryAssignmentRequestBody,
     QueryAssignmentResponseBody,
@@ -149,7 +150,8 @@ class PopQueue:
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     #: Messages popped and not yet acknowledged or re-timed.
     waiting_ack: int = 0
-    last_pop_time: float = 0.0
+    #: The trio clock at the last POP_MESSAGE (at first: when the queue was assigned, as Java).
+    last_pop_time: float = field(default_factory=trio.current_time)
     popped: int = 0
 
 
@@ -237,6 +239,20 @@ class PopService:
             nursery.start_soon(self._pop_loop, queue)
             log.info("%s: popping %s", self._consumer.group, mq)
         return True
+
+    def running_info(self, *, now: float, wall_ms: float) -> dict[MessageQueue, PopProcessQueueInfo]:
+        """The popped queues' lines of running info (``mqPopTable``), Java ``fillPopProcessQueueInfo``.
+
+        ``now``: the trio clock now; ``wall_ms``: epoch ms now (the pop times are converted).
+        """
+        return {
+            mq: PopProcessQueueInfo(
+                wait_ack_count=queue.waiting_ack,
+                dropped=queue.scope.cancel_called,
+                last_pop_timestamp=int(wall_ms - (now - queue.last_pop_time) * 1000),
+            )
+            for mq, queue in self.queues.items()
+        }
 
     def _drop(self, topic: str, keep: set[MessageQueue]) -> None:
         for mq in [mq for mq in self.queues if mq.topic == topic and mq not in keep]:

@@ -1,9 +1,11 @@
 """POP consumption (``client_rebalance=False``) runs the consume hooks as the concurrent service:
 the context of each listener call on success and each kind of failure, no context without hooks,
-trace records, and a namespace (plain topics for the listener and hooks, wrapped ones in acks)."""
+trace records, and a namespace (plain topics for the listener and hooks, wrapped ones in acks).
+Running info lists the popped queues (``mqPopTable``) and rates POP consumption."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,7 +15,14 @@ import trio.testing
 
 from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
 from rocketmq_py.hooks import ConsumeContext, Hook
-from rocketmq_py.protocol import ConsumeFromWhere, Message, MessageExt, PopCheckpoint
+from rocketmq_py.protocol import (
+    ConsumeFromWhere,
+    ConsumerRunningInfo,
+    Message,
+    MessageExt,
+    PopCheckpoint,
+    parse_fastjson,
+)
 from rocketmq_py.protocol._trace import (
     TRACE_TOPIC,
     ConsumeReturnType,
@@ -206,3 +215,49 @@ async def test_pop_in_a_namespace(autojump_clock: trio.testing.MockClock) -> Non
     assert ctx.consumer_group == wire_group
     assert ack.topic == wire_topic  # the ack names the topic as the broker stores it
     assert PopCheckpoint.parse(ack.extra_info).queue_id == 0
+
+
+# --- running info and statistics -----------------------------------------------------------------
+
+
+async def test_running_info_lists_popped_queues_and_counts_pop_consumption(
+    broker: FakeBroker, autojump_clock: trio.testing.MockClock
+) -> None:
+    release = trio.Event()
+    broker.put_messages(0, [Message(TOPIC, b"%d" % n) for n in range(3)])
+
+    async def listener(msgs: list[MessageExt]) -> ConsumeStatus:
+        await release.wait()
+        await trio.sleep(0.5)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async with make(broker, listener) as consumer:
+        assert consumer._pop is not None
+        await wait_until(lambda: consumer._pop is not None and consumer._pop.queues)
+        (mq,) = consumer._pop.queues
+        queue = consumer._pop.queues[mq]
+        await wait_until(lambda: queue.waiting_ack == 3)
+        held = consumer.running_info()
+        release.set()
+        await wait_until(lambda: len(broker.pop.acks) == 3)
+        await trio.sleep(10)  # rates are per second of uptime
+        done = consumer.running_info()
+        wall_ms = time.time() * 1000
+
+    assert mq.topic == TOPIC
+    assert mq not in held.mq_table  # popped, not pulled
+    pop_info = held.mq_pop_table[mq]
+    assert (pop_info.wait_ack_count, pop_info.dropped) == (3, False)
+    assert wall_ms - 60_000 < pop_info.last_pop_timestamp <= wall_ms
+    assert done.mq_pop_table[mq].wait_ack_count == 0
+    # What mqadmin consumerStatus reads: Java's PopProcessQueueInfo fields under object keys.
+    body = parse_fastjson(done.encode())
+    ((key, value),) = body["mqPopTable"].items()
+    assert dict(key) == {"brokerName": "broker-a", "queueId": 0, "topic": TOPIC}
+    assert set(value) == {"droped", "lastPopTimestamp", "waitAckCount"}
+    assert ConsumerRunningInfo.decode(done.encode()).mq_pop_table == done.mq_pop_table
+    status = done.status_table[TOPIC]
+    assert status.consume_ok_tps > 0
+    assert status.consume_failed_msgs == 0
+    assert status.pull_tps > 0
+    assert status.consume_rt >= 500  # ms: the calls waited for the release, then 0.5 s

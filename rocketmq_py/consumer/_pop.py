@@ -16,6 +16,10 @@ calls at once (batches of ``consume_batch_max_size``), then:
   ``max_reconsume_times`` times it is acknowledged (dropped, with a warning) when it is older
   than twice the last delay, else delayed to the level its age reached (as Java).
 
+A listener call goes through ``consume_call`` as an orderly one does: the consume hooks (trace,
+OpenTelemetry) run around it, and the listener sees plain topics in a namespace (acks wrap them
+again). Running info lists the popped queues in ``mqPopTable``.
+
 Nothing is committed: the broker tracks what was acknowledged. A member that hangs or dies
 does not pin anything: what it popped reappears for the others after the invisible time. A
 queue stops being popped when an assignment no longer lists it (acks of its calls still go out).

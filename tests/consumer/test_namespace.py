@@ -244,10 +244,14 @@ async def test_lite_subscribe_registers_and_pulls_the_wrapped_topic(
 
 
 class Contexts(Hook):
-    """Keeps the context of every ``after_consume``."""
+    """Keeps the context of every ``after_consume`` and the topics ``before_consume`` saw."""
 
     def __init__(self) -> None:
         self.seen: list[ConsumeContext] = []
+        self.topics_before: list[list[str]] = []
+
+    def before_consume(self, ctx: ConsumeContext) -> None:
+        self.topics_before.append([m.topic for m in ctx.messages])
 
     def after_consume(self, ctx: ConsumeContext) -> None:
         self.seen.append(ctx)
@@ -269,6 +273,7 @@ async def test_push_consume_contexts_carry_the_namespace(
     (ctx,) = hook.seen
     assert (ctx.namespace, ctx.orderly, ctx.success) == (NS, orderly, True)
     assert [m.topic for m in ctx.messages] == [TOPIC]
+    assert hook.topics_before == [[TOPIC]]  # before the call too: the plain topic, as the listener's
 
 
 async def test_lite_poll_contexts_carry_the_namespace(

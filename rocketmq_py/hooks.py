@@ -18,7 +18,7 @@ When they run:
   message (that is how :mod:`rocketmq_py.otel` propagates a trace). ``after_send`` sees the
   result or the exception.
 - ``before_consume`` / ``after_consume``: around each listener call of a push consumer (a batch
-  of messages of one queue), concurrent or orderly; for a lite pull consumer, once per queue's
+  of messages of one queue), concurrent, orderly or popped (``client_rebalance=False``); for a lite pull consumer, once per queue's
   messages returned by ``poll``, ``getmany`` or ``async for``, both at once (as Java).
 
 Hooks are plain functions called in the client's task, in the order they were registered, and
@@ -58,7 +58,7 @@ class SendContext:
         oneway: a ``send_oneway`` (no result comes back).
         transactional: the half message of a transaction.
         delayed: the message has a delay level or a delivery time.
-        namespace: the client's namespace (none yet: empty).
+        namespace: the client's namespace (Java ``getNamespace()``), empty outside one.
         start_time: wall-clock seconds (``time.time()``) when the attempt began.
         elapsed: seconds the attempt took (set before ``after_send``).
         result: the broker's answer (``None`` until ``after_send``, and for failures and oneway sends).
@@ -102,7 +102,7 @@ class ConsumeContext:
         queue: that queue.
         consume_type: ``CONSUME_PASSIVELY`` (push consumer) or ``CONSUME_ACTIVELY`` (lite pull).
         orderly: an orderly push consumer.
-        namespace: the client's namespace (none yet: empty).
+        namespace: the client's namespace (Java ``getNamespace()``), empty outside one.
         start_time: wall-clock seconds (``time.time()``) when the consumption began.
         elapsed: seconds the listener took (set before ``after_consume``).
         status: the listener's answer as Java names it (``"CONSUME_SUCCESS"``,

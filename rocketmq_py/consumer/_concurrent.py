@@ -214,7 +214,9 @@ class ConcurrentService:
     ) -> bool:
         """:meth:`_call` between the hooks' ``before_consume`` and ``after_consume``."""
         consumer = self._consumer
-        ctx = consume_context(hooks, consumer.group, msgs, state.mq, orderly=False)
+        ctx = consume_context(
+            hooks, consumer.group, msgs, state.mq, orderly=False, namespace=consumer.namespace
+        )
         started = trio.current_time()
         try:
             if self._listener_async:

@@ -19,10 +19,18 @@ __all__ = ["consume_context", "end_consume", "report_polled"]
 
 
 def consume_context(
-    hooks: Sequence[Hook], group: str, msgs: Sequence[MessageExt], mq: MessageQueue, *, orderly: bool
+    hooks: Sequence[Hook],
+    group: str,
+    msgs: Sequence[MessageExt],
+    mq: MessageQueue,
+    *,
+    orderly: bool,
+    namespace: str | None = None,
 ) -> ConsumeContext:
     """A push consumer's context for a listener call on ``msgs``, after ``before_consume``."""
-    ctx = ConsumeContext(consumer_group=group, messages=msgs, queue=mq, orderly=orderly)
+    ctx = ConsumeContext(
+        consumer_group=group, messages=msgs, queue=mq, orderly=orderly, namespace=namespace or ""
+    )
     call_hooks(hooks, "before_consume", ctx)
     return ctx
 
@@ -46,11 +54,20 @@ def end_consume(
     call_hooks(hooks, "after_consume", ctx)
 
 
-def report_polled(hooks: Sequence[Hook], group: str, taken: Mapping[MessageQueue, list[MessageExt]]) -> None:
+def report_polled(
+    hooks: Sequence[Hook],
+    group: str,
+    taken: Mapping[MessageQueue, list[MessageExt]],
+    namespace: str | None = None,
+) -> None:
     """``before_consume`` then ``after_consume`` (a success) per queue of what a poll returns."""
     for mq, msgs in taken.items():
         ctx = ConsumeContext(
-            consumer_group=group, messages=msgs, queue=mq, consume_type=ConsumeType.CONSUME_ACTIVELY
+            consumer_group=group,
+            messages=msgs,
+            queue=mq,
+            consume_type=ConsumeType.CONSUME_ACTIVELY,
+            namespace=namespace or "",
         )
         call_hooks(hooks, "before_consume", ctx)
         ctx.elapsed = 0.0

@@ -329,7 +329,7 @@ class LitePullConsumer(GroupMember):
                 taken = self._buffer.take(None, one_batch=True)
                 if taken:
                     if self._hooks:
-                        report_polled(self._hooks, self.group, taken)
+                        report_polled(self._hooks, self.group, taken, self.namespace)
                     return next(iter(taken.values()))
                 await self._buffer.wait_arrival()
         return []
@@ -358,7 +358,7 @@ class LitePullConsumer(GroupMember):
                     if self.namespace is not None:
                         taken = {unwrap_queue(self.namespace, mq): msgs for mq, msgs in taken.items()}
                     if self._hooks:
-                        report_polled(self._hooks, self.group, taken)
+                        report_polled(self._hooks, self.group, taken, self.namespace)
                     return taken
                 await self._buffer.wait_arrival()
         return {}
@@ -374,7 +374,7 @@ class LitePullConsumer(GroupMember):
             taken = self._buffer.take(1, one_batch=True)
             if taken:
                 if self._hooks:
-                    report_polled(self._hooks, self.group, taken)
+                    report_polled(self._hooks, self.group, taken, self.namespace)
                 self._pending.extend(next(iter(taken.values())))
             else:
                 await self._buffer.wait_arrival()

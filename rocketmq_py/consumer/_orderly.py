@@ -33,6 +33,7 @@ from rocketmq_py.consumer._flow import (
     REBALANCE_LOCK_MAX_LIVE_TIME_MS,
 )
 from rocketmq_py.consumer._listener import ConsumeOrderlyStatus, consume_call
+from rocketmq_py.consumer._pull_result import restore_retry_topic
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._retry import retry_message
 from rocketmq_py.errors import RocketMQError
@@ -236,7 +237,13 @@ class OrderlyService:
         started = trio.current_time()
         assert consumer.listener is not None
         hooks = consumer._hooks
-        ctx = consume_context(hooks, consumer.group, msgs, state.mq, orderly=True) if hooks else None
+        ctx = None
+        if hooks:
+            # The hooks see the topics the listener sees (consume_call would restore them after).
+            restore_retry_topic(msgs, consumer.group, consumer.namespace)
+            ctx = consume_context(
+                hooks, consumer.group, msgs, state.mq, orderly=True, namespace=consumer.namespace
+            )
         try:
             status = await consume_call(
                 consumer.listener,

@@ -16,6 +16,10 @@ calls at once (batches of ``consume_batch_max_size``), then:
   ``max_reconsume_times`` times it is acknowledged (dropped, with a warning) when it is older
   than twice the last delay, else delayed to the level its age reached (as Java).
 
+A listener call goes through ``consume_call`` as an orderly one does: the consume hooks (trace,
+OpenTelemetry) run around it, and the listener sees plain topics in a namespace (acks wrap them
+again). Running info lists the popped queues in ``mqPopTable``.
+
 Nothing is committed: the broker tracks what was acknowledged. A member that hangs or dies
 does not pin anything: what it popped reappears for the others after the invisible time. A
 queue stops being popped when an assignment no longer lists it (acks of its calls still go out).
@@ -37,14 +41,15 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from rocketmq_py._client._route import MASTER_ID
+from rocketmq_py.consumer._consume_hooks import consume_context, end_consume
 from rocketmq_py.consumer._flow import (
     BROKER_SUSPEND_MAX_TIME_MS,
     CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
     PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
 )
 from rocketmq_py.consumer._group_client import refresh_quietly
-from rocketmq_py.consumer._listener import ConsumeStatus, Listener, concurrent_status, invoke_listener
-from rocketmq_py.consumer._pull_result import pull_error_delay_ms, set_consume_start_time
+from rocketmq_py.consumer._listener import ConsumeStatus, Listener, concurrent_status, consume_call
+from rocketmq_py.consumer._pull_result import pull_error_delay_ms, restore_retry_topic
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import (
     AckMessageRequestHeader,
@@ -57,6 +62,7 @@ from rocketmq_py.protocol import (
     PopCheckpoint,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
+    PopProcessQueueInfo,
     PropertyKey,
     QueryAssignmentRequestBody,
     QueryAssignmentResponseBody,
@@ -67,6 +73,7 @@ from rocketmq_py.protocol import (
     encode_body,
     from_ext_fields,
     pop_checkpoints,
+    wrap_name,
 )
 
 if TYPE_CHECKING:
@@ -100,6 +107,8 @@ POP_DELAY_LEVELS_S: Final = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540,
 QUERY_ASSIGNMENT_TIMEOUT: Final = 3.0
 #: Seconds for ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (Java ``ASYNC_TIMEOUT``, 3000 ms).
 ACK_TIMEOUT: Final = 3.0
+
+_LATER: Final = ConsumeStatus.RECONSUME_LATER.value
 
 _POP_OK: Final = (
     ResponseCode.SUCCESS,
@@ -145,7 +154,8 @@ class PopQueue:
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     #: Messages popped and not yet acknowledged or re-timed.
     waiting_ack: int = 0
-    last_pop_time: float = 0.0
+    #: The trio clock at the last POP_MESSAGE (at first: when the queue was assigned, as Java).
+    last_pop_time: float = field(default_factory=trio.current_time)
     popped: int = 0
 
 
@@ -233,6 +243,20 @@ class PopService:
             nursery.start_soon(self._pop_loop, queue)
             log.info("%s: popping %s", self._consumer.group, mq)
         return True
+
+    def running_info(self, *, now: float, wall_ms: float) -> dict[MessageQueue, PopProcessQueueInfo]:
+        """The popped queues' lines of running info (``mqPopTable``), Java ``fillPopProcessQueueInfo``.
+
+        ``now``: the trio clock now; ``wall_ms``: epoch ms now (the pop times are converted).
+        """
+        return {
+            mq: PopProcessQueueInfo(
+                wait_ack_count=queue.waiting_ack,
+                dropped=queue.scope.cancel_called,
+                last_pop_timestamp=int(wall_ms - (now - queue.last_pop_time) * 1000),
+            )
+            for mq, queue in self.queues.items()
+        }
 
     def _drop(self, topic: str, keep: set[MessageQueue]) -> None:
         for mq in [mq for mq in self.queues if mq.topic == topic and mq not in keep]:
@@ -341,16 +365,38 @@ class PopService:
         consumer = self._consumer
         async with self._limiter:
             started = trio.current_time()
-            set_consume_start_time(msgs, int(time.time() * 1000))
-            status = ConsumeStatus.RECONSUME_LATER
-            with trio.move_on_after(consumer.consume_timeout):
-                try:
-                    status = concurrent_status(await invoke_listener(listener, msgs))
-                except Exception:
-                    log.exception(
-                        "%s: the listener failed on %d messages of %s", consumer.group, len(msgs), queue.mq
+            hooks = consumer._hooks
+            ctx = None
+            if hooks:
+                # The hooks see the topics the listener sees (as the concurrent service's).
+                restore_retry_topic(msgs, consumer.group, consumer.namespace)
+                ctx = consume_context(
+                    hooks, consumer.group, msgs, queue.mq, orderly=False, namespace=consumer.namespace
+                )
+            try:
+                status = await consume_call(
+                    listener,
+                    msgs,
+                    group=consumer.group,
+                    namespace=consumer.namespace,
+                    queue=queue.mq,
+                    timeout=consumer.consume_timeout,
+                    read=concurrent_status,
+                    failed=ConsumeStatus.RECONSUME_LATER,
+                    context=ctx,
+                )
+            except BaseException as exc:  # the consumer stops mid-call
+                if ctx is not None:
+                    end_consume(
+                        hooks, ctx, started, ok=False, status=_LATER, return_type="TIME_OUT", exception=exc
                     )
+                raise
             ok = status is ConsumeStatus.CONSUME_SUCCESS
+            if ctx is not None:
+                kind = ctx.return_type or ("SUCCESS" if ok else "FAILED")
+                end_consume(
+                    hooks, ctx, started, ok=ok, status=status.value, return_type=kind, exception=ctx.exception
+                )
             consumer._counters.count_consume(queue.mq.topic, len(msgs), ok, started)
             if ok:
                 consumer._counters.consumed += len(msgs)
@@ -380,6 +426,10 @@ class PopService:
                 await self._change_invisible_time(msg, delay * 1000)
             queue.waiting_ack -= 1
 
+    def _wire_topic(self, msg: MessageExt) -> str:
+        """``msg``'s topic as the brokers know it (the listener call took the namespace off)."""
+        return wrap_name(self._consumer.namespace, msg.topic)
+
     def _checkpoint(self, msg: MessageExt) -> tuple[str, PopCheckpoint] | None:
         text = msg.properties.get(PropertyKey.POP_CK)
         try:
@@ -396,7 +446,7 @@ class PopService:
         text, ck = found
         header = AckMessageRequestHeader(
             consumer_group=self._consumer.group,
-            topic=ck.stored_topic(msg.topic, self._consumer.group),
+            topic=ck.stored_topic(self._wire_topic(msg), self._consumer.group),
             queue_id=ck.queue_id,
             extra_info=text,
             offset=ck.queue_offset,
@@ -411,7 +461,7 @@ class PopService:
         text, ck = found
         header = ChangeInvisibleTimeRequestHeader(
             consumer_group=self._consumer.group,
-            topic=ck.stored_topic(msg.topic, self._consumer.group),
+            topic=ck.stored_topic(self._wire_topic(msg), self._consumer.group),
             queue_id=ck.queue_id,
             extra_info=text,
             offset=ck.queue_offset,
@@ -429,7 +479,7 @@ class PopService:
     ) -> None:
         instance = self._consumer.instance
         try:
-            address = await instance.routes.require_master(msg.topic, ck.broker_name)
+            address = await instance.routes.require_master(self._wire_topic(msg), ck.broker_name)
             await instance.api.call(address, code, header, timeout=ACK_TIMEOUT)
         except RocketMQError as exc:
             log.warning("%s: %s of %s failed: %s", self._consumer.group, RequestCode(code).name, msg, exc)

@@ -402,6 +402,7 @@ class PushConsumer(GroupMember):
             subscription_set=tuple(self._subscriptions.values()),
             mq_table=mq_table,
             status_table=rate_table(self._counters, self._subscriptions, now - self._started_at),
+            mq_pop_table=self._pop.running_info(now=now, wall_ms=wall_ms) if self._pop is not None else {},
         )
 
     async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:

@@ -103,6 +103,7 @@ class SendPath:
 
     # Set by Producer.__init__ (settings) and when it starts (instance, uniq, clock).
     group: str
+    namespace: str | None
     send_timeout: float
     attempt_timeout: float | None
     retry_times: int
@@ -345,6 +346,7 @@ class SendPath:
             transactional=properties.get(PropertyKey.TRANSACTION_PREPARED) == "true",
             delayed=PropertyKey.DELAY_TIME_LEVEL in properties
             or not DELIVERY_TIME_KEYS.isdisjoint(properties),
+            namespace=self.namespace or "",
         )
 
     async def _send_to(

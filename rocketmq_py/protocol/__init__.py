@@ -198,6 +198,7 @@ from rocketmq_py.protocol._running_info import (
     ConsumeRateStatus,
     ConsumeResult,
     ConsumerRunningInfo,
+    PopProcessQueueInfo,
     ProcessQueueInfo,
 )
 from rocketmq_py.protocol._stored import (
@@ -291,6 +292,7 @@ __all__ = [
     "PopCheckpoint",
     "PopMessageRequestHeader",
     "PopMessageResponseHeader",
+    "PopProcessQueueInfo",
     "ProcessQueueInfo",
     "ProducerData",
     "PropertyKey",

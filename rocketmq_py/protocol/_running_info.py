@@ -6,13 +6,14 @@ hands back to the tool unchanged.
 
 Wire format (fastjson, keys in alphabetical order, ``MessageQueue`` objects as map keys)::
 
-    ConsumerRunningInfo  {jstack?, mqPopTable:{<MessageQueue>:{...}}, mqTable:{<MessageQueue>:
+    ConsumerRunningInfo  {jstack?, mqPopTable:{<MessageQueue>:PopProcessQueueInfo}, mqTable:{<MessageQueue>:
                           ProcessQueueInfo}, properties:{str:str}, statusTable:{topic:ConsumeStatus},
                           subscriptionSet:[SubscriptionData], userConsumerInfo:{str:str}}
     ProcessQueueInfo     {cachedMsgCount, cachedMsgMaxOffset, cachedMsgMinOffset, cachedMsgSizeInMiB,
                           commitOffset, droped, lastConsumeTimestamp, lastLockTimestamp,
                           lastPullTimestamp, locked, transactionMsgCount, transactionMsgMaxOffset,
                           transactionMsgMinOffset, tryUnlockTimes}
+    PopProcessQueueInfo  {droped, lastPopTimestamp, waitAckCount}
     ConsumeStatus        {consumeFailedMsgs, consumeFailedTPS, consumeOKTPS, consumeRT, pullRT, pullTPS}
     ConsumeMessageDirectlyResult
                          {autoCommit, consumeResult:CMResult name, order, remark?, spentTimeMills}
@@ -20,7 +21,8 @@ Wire format (fastjson, keys in alphabetical order, ``MessageQueue`` objects as m
 Quirks kept for compatibility: Java 5.3.3 spells ``dropped`` as ``droped`` (newer sources say
 ``dropped``; we write ``droped`` and read either); ``properties`` is a ``java.util.Properties`` whose
 values tools read as strings (non-string values are turned into text on decode); ``mqPopTable``
-(pop consumers) is written empty and ignored on decode. Timestamps are epoch milliseconds.
+holds the queues a consumer pops (``client_rebalance=False``), empty otherwise, and its
+``PopProcessQueueInfo`` also spells ``droped``. Timestamps are epoch milliseconds.
 
 Admin tools rely on two properties: ``mqadmin consumerStatus`` parses
 :data:`PROP_CONSUMER_START_TIMESTAMP` as a long and :data:`PROP_CONSUME_TYPE` as a ConsumeType name,
@@ -51,6 +53,7 @@ __all__ = [
     "ConsumeRateStatus",
     "ConsumeResult",
     "ConsumerRunningInfo",
+    "PopProcessQueueInfo",
     "ProcessQueueInfo",
 ]
 
@@ -198,6 +201,45 @@ class ProcessQueueInfo(JsonBody):
 
 
 @dataclass(frozen=True, slots=True)
+class PopProcessQueueInfo(JsonBody):
+    """One queue a consumer pops (Java ``PopProcessQueueInfo``).
+
+    Attributes:
+        wait_ack_count: messages popped and not acknowledged (or re-timed) yet.
+        dropped: the queue is no longer popped.
+        last_pop_timestamp: epoch ms of the last POP_MESSAGE.
+    """
+
+    wait_ack_count: int = 0
+    dropped: bool = False
+    last_pop_timestamp: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        """The Java field names; ``dropped`` as Java spells it (``droped``)."""
+        return {
+            "droped": self.dropped,
+            "lastPopTimestamp": self.last_pop_timestamp,
+            "waitAckCount": self.wait_ack_count,
+        }
+
+    @classmethod
+    def from_json(cls, value: Any) -> Self:
+        """Read Java's field names; ``dropped`` from ``droped`` or ``dropped``.
+
+        Raises:
+            MalformedBody: not an object, or a field of the wrong type.
+        """
+        where = cls.__name__
+        obj = _object(value, where)
+        dropped_key = "droped" if obj.get("droped") is not None else "dropped"
+        return cls(
+            wait_ack_count=_int(obj, "waitAckCount", where),
+            dropped=_bool(obj, dropped_key, where),
+            last_pop_timestamp=_int(obj, "lastPopTimestamp", where),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumeRateStatus(JsonBody):
     """One topic's pull and consume rates (Java ``ConsumeStatus``): RT in ms, TPS per second.
 
@@ -252,6 +294,7 @@ class ConsumerRunningInfo(JsonBody):
         status_table: rates per subscribed topic.
         jstack: a thread dump, only when the request asked for one.
         user_consumer_info: free-form entries (Java's ``userConsumerInfo``).
+        mq_pop_table: every queue the consumer pops and its state (Java's ``mqPopTable``).
     """
 
     _OBJECT_KEYS: ClassVar[bool] = True
@@ -262,6 +305,7 @@ class ConsumerRunningInfo(JsonBody):
     status_table: Mapping[str, ConsumeRateStatus] = field(default_factory=dict, hash=False)
     jstack: str | None = None
     user_consumer_info: Mapping[str, str] = field(default_factory=dict, hash=False)
+    mq_pop_table: Mapping[MessageQueue, PopProcessQueueInfo] = field(default_factory=dict, hash=False)
 
     def encode(self) -> bytes:
         """The body bytes (fastjson form, keys sorted)."""
@@ -277,9 +321,9 @@ class ConsumerRunningInfo(JsonBody):
         return decode_body(cls, body)
 
     def to_json(self) -> dict[str, Any]:
-        """Java's layout: queues as object keys, subscriptions sorted, an empty ``mqPopTable``."""
+        """Java's layout: queues as object keys (both tables), subscriptions sorted."""
         out: dict[str, Any] = {
-            "mqPopTable": {},
+            "mqPopTable": {FrozenObject(mq.to_json()): pq.to_json() for mq, pq in self.mq_pop_table.items()},
             "mqTable": {FrozenObject(mq.to_json()): pq.to_json() for mq, pq in self.mq_table.items()},
             "properties": dict(self.properties),
             "statusTable": {topic: status.to_json() for topic, status in self.status_table.items()},
@@ -310,6 +354,10 @@ class ConsumerRunningInfo(JsonBody):
             _mq_key(key, f"{where}.mqTable"): ProcessQueueInfo.from_json(info)
             for key, info in _object(obj.get("mqTable"), f"{where}.mqTable").items()
         }
+        mq_pop_table = {
+            _mq_key(key, f"{where}.mqPopTable"): PopProcessQueueInfo.from_json(info)
+            for key, info in _object(obj.get("mqPopTable"), f"{where}.mqPopTable").items()
+        }
         status_table = {
             str(topic): ConsumeRateStatus.from_json(status)
             for topic, status in _object(obj.get("statusTable"), f"{where}.statusTable").items()
@@ -324,6 +372,7 @@ class ConsumerRunningInfo(JsonBody):
             status_table=status_table,
             jstack=jstack,
             user_consumer_info=_string_map(obj.get("userConsumerInfo"), f"{where}.userConsumerInfo"),
+            mq_pop_table=mq_pop_table,
         )
 
 

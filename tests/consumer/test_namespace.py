@@ -16,6 +16,7 @@ import trio.testing
 
 from rocketmq_py.consumer._lite_pull import LitePullConsumer
 from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
+from rocketmq_py.hooks import ConsumeContext, Hook
 from rocketmq_py.protocol import (
     ConsumerSendMsgBackRequestHeader,
     HeartbeatData,
@@ -240,3 +241,53 @@ async def test_lite_subscribe_registers_and_pulls_the_wrapped_topic(
     assert data.group_name == cluster.group
     assert [s.topic for s in data.subscription_data_set] == [cluster.topic]
     assert cluster.b.consumer_offsets[(cluster.group, cluster.topic, 1)] == 2
+
+
+class Contexts(Hook):
+    """Keeps the context of every ``after_consume`` and the topics ``before_consume`` saw."""
+
+    def __init__(self) -> None:
+        self.seen: list[ConsumeContext] = []
+        self.topics_before: list[list[str]] = []
+
+    def before_consume(self, ctx: ConsumeContext) -> None:
+        self.topics_before.append([m.topic for m in ctx.messages])
+
+    def after_consume(self, ctx: ConsumeContext) -> None:
+        self.seen.append(ctx)
+
+
+@pytest.mark.parametrize("orderly", [False, True])
+async def test_push_consume_contexts_carry_the_namespace(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+    orderly: bool,
+) -> None:
+    a0 = cluster.queues()[0]
+    hook = Contexts()
+    async with make_push(make_consumer, orderly=orderly, hooks=[hook]):
+        cluster.put(a0, 1)
+        await cluster.wait_until(lambda: len(hook.seen) == 1)
+    (ctx,) = hook.seen
+    assert (ctx.namespace, ctx.orderly, ctx.success) == (NS, orderly, True)
+    assert [m.topic for m in ctx.messages] == [TOPIC]
+    assert hook.topics_before == [[TOPIC]]  # before the call too: the plain topic, as the listener's
+
+
+async def test_lite_poll_contexts_carry_the_namespace(
+    cluster: Cluster, autojump_clock: trio.testing.MockClock
+) -> None:
+    a0 = cluster.queues()[0]
+    cluster.put(a0, 2)
+    hook = Contexts()
+    async with make_lite(cluster, hooks=[hook]) as consumer:
+        consumer.assign([plain(a0)])
+        got: list[MessageExt] = []
+        with trio.fail_after(60):
+            while len(got) < 2:
+                got.extend(await consumer.poll(timeout=1))
+    assert hook.seen
+    assert {ctx.namespace for ctx in hook.seen} == {NS}
+    assert sum(len(ctx.messages) for ctx in hook.seen) == 2

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
+import trio.testing
 
-from rocketmq_py.errors import ClientError
+from rocketmq_py.errors import ClientError, RequestReplyTimeout
+from rocketmq_py.hooks import Hook, SendContext
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.producer._transaction import TransactionProducer
 from rocketmq_py.producer._types import LocalTransactionState
@@ -165,3 +167,49 @@ async def test_transaction_producer_wraps_end_and_unwraps_the_check(cluster: Clu
     assert (first.producer_group, first.topic) == ("ns1%tx-group", WIRE_TOPIC)
     assert (second.producer_group, second.topic) == ("ns1%tx-group", WIRE_TOPIC)
     assert second.commit_or_rollback == LocalTransactionState.ROLLBACK_MESSAGE
+
+
+class Contexts(Hook):
+    """Keeps the context of every ``before_send``."""
+
+    def __init__(self) -> None:
+        self.seen: list[SendContext] = []
+
+    def before_send(self, ctx: SendContext) -> None:
+        self.seen.append(ctx)
+
+
+async def test_send_contexts_carry_the_namespace(
+    cluster: Cluster, make_producer: MakeProducer, autojump_clock: trio.testing.MockClock
+) -> None:
+    plain_hook, ns_hook, tx_hook = Contexts(), Contexts(), Contexts()
+    async with make_producer(hooks=[plain_hook]) as producer:
+        await producer.send(Message("TopicTest", b"no namespace"))
+    async with make_producer(namespace=NS, hooks=[ns_hook]) as producer:
+        await producer.send(cluster.message(b"1"))
+        await producer.send_batch([cluster.message(b"2"), cluster.message(b"3")])
+        await producer.send_oneway(cluster.message(b"4"))
+        with pytest.raises(RequestReplyTimeout):  # nobody answers: the request was sent all the same
+            await producer.request(cluster.message(b"5"), timeout=1)
+    producer = TransactionProducer(
+        "tx-group",
+        namesrv=cluster.namesrv.address,
+        namespace=NS,
+        execute_local_transaction=lambda message, arg: LocalTransactionState.COMMIT_MESSAGE,
+        check_local_transaction=lambda message: LocalTransactionState.COMMIT_MESSAGE,
+        hooks=[tx_hook],
+    )
+    async with producer:
+        await producer.send_message_in_transaction(cluster.message(b"tx"))
+
+    assert [ctx.namespace for ctx in plain_hook.seen] == [""]
+    assert [(ctx.batch, ctx.oneway) for ctx in ns_hook.seen] == [
+        (False, False),
+        (True, False),
+        (False, True),
+        (False, False),
+    ]
+    assert {ctx.namespace for ctx in ns_hook.seen} == {NS}
+    assert {ctx.message.topic for ctx in ns_hook.seen} == {WIRE_TOPIC}
+    ((tx_ctx),) = tx_hook.seen
+    assert (tx_ctx.transactional, tx_ctx.namespace, tx_ctx.producer_group) == (True, NS, "ns1%tx-group")

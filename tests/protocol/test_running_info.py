@@ -27,6 +27,7 @@ from rocketmq_py.protocol import (
     ConsumerRunningInfo,
     GetConsumerRunningInfoRequestHeader,
     MessageQueue,
+    PopProcessQueueInfo,
     ProcessQueueInfo,
     RequestCode,
     ResetOffsetBody,
@@ -73,6 +74,7 @@ process_queues = st.builds(
     ints64,
     ints64,
 )
+pop_queues = st.builds(PopProcessQueueInfo, st.integers(0, 2**31 - 1), st.booleans(), ints64)
 rates = st.builds(ConsumeRateStatus, finite, finite, finite, finite, finite, ints64)
 subscriptions = st.builds(
     lambda topic, tags, version: build_subscription_data(topic, tags, sub_version=version),
@@ -90,8 +92,8 @@ def _unique_subs(subs: list[SubscriptionData]) -> tuple[SubscriptionData, ...]:
 
 
 running_infos = st.builds(
-    lambda props, subs, mqs, status, jstack, user: ConsumerRunningInfo(
-        props, _unique_subs(subs), mqs, status, jstack, user
+    lambda props, subs, mqs, status, jstack, user, pops: ConsumerRunningInfo(
+        props, _unique_subs(subs), mqs, status, jstack, user, pops
     ),
     st.dictionaries(names, names, max_size=5),
     st.lists(subscriptions, max_size=3),
@@ -99,6 +101,7 @@ running_infos = st.builds(
     st.dictionaries(names, rates, max_size=3),
     st.none() | names,
     st.dictionaries(names, names, max_size=2),
+    st.dictionaries(queues, pop_queues, max_size=3),
 )
 directly_results = st.builds(
     ConsumeMessageDirectlyResult,
@@ -316,3 +319,20 @@ def test_running_info_request_as_the_broker_forwards_it() -> None:
         False,
     )
     assert to_ext_fields(header) == dict(request.ext_fields)
+
+
+def test_pop_queues_are_written_as_java_writes_mq_pop_table() -> None:
+    mq = MessageQueue("T", "broker-a", 1)
+    info = ConsumerRunningInfo(
+        mq_pop_table={mq: PopProcessQueueInfo(wait_ack_count=5, last_pop_timestamp=1_700_000_000_123)}
+    )
+    body = info.encode().decode()
+    assert body.startswith(
+        '{"mqPopTable":{{"brokerName":"broker-a","queueId":1,"topic":"T"}:'
+        '{"droped":false,"lastPopTimestamp":1700000000123,"waitAckCount":5}},"mqTable":{},'
+    )
+    assert ConsumerRunningInfo.decode(body) == info
+    # Newer Java sources spell the flag "dropped": read either.
+    newer = '{"mqPopTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"dropped":true,"waitAckCount":2}}}'
+    (read,) = ConsumerRunningInfo.decode(newer).mq_pop_table.values()
+    assert read == PopProcessQueueInfo(wait_ack_count=2, dropped=True)

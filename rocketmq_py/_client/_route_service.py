@@ -106,8 +106,9 @@ class RouteService:
         return find_broker_address(self._brokers, broker_name, broker_id, only_this)
 
     def master_address(self, broker_name: str) -> str | None:
-        found = find_broker_address(self._brokers, broker_name, 0, True)
-        return found.address if found else None
+        """The master (id 0) address of ``broker_name``, ``None`` while unknown (runs per send)."""
+        addrs = self._brokers.get(broker_name)
+        return addrs.get(0) if addrs else None
 
     async def require_master(self, topic: str, broker_name: str) -> str:
         """The master address of ``broker_name``; the route of ``topic`` is fetched once if unknown.

@@ -28,7 +28,7 @@ from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.protocol import Message
-from rocketmq_py.protocol._trace import TRACE_TOPIC, TraceRecord, encode_trace_data, trace_keys
+from rocketmq_py.protocol._trace import TRACE_TOPIC, TraceRecord, trace_keys
 
 __all__ = ["TraceDispatcher", "TraceStatistics"]
 
@@ -153,9 +153,11 @@ class TraceDispatcher:
         keys: dict[str, None] = {}
         size = 0
         for record in records:
-            data = encode_trace_data((record,))
+            data = record.encode()
             parts.append(data)
-            keys.update(dict.fromkeys(trace_keys(record)))
+            keys[record.msg_id] = None
+            if record.keys:
+                keys.update(dict.fromkeys(trace_keys(record)))
             size += len(data)
             if size >= self.max_message_size:
                 bodies.append(("".join(parts), list(keys), len(parts)))

@@ -123,6 +123,13 @@ async def test_three_consumers_on_two_queues_all_receive(
         for member in members:
             assert member._pop is not None
             assert member._pop.queues, "the broker did not assign POP queues"
+        # mqadmin shows a member's popped queues (Java's mqPopTable) in its running info.
+        status = await trio.to_thread.run_sync(
+            lambda: cluster.mqadmin("consumerStatus", "-g", group, "-i", members[0].client_id).output
+        )
+        assert "#Consumer Pop Detail#" in status, status[-2000:]
+        pop_detail = status.split("#Consumer Pop Detail#", 1)[1]
+        assert topic in pop_detail, pop_detail[:2000]
     per_member = Counter(name for name, _, _ in log)
     duplicates = len(log) - len({b for _, b, _ in log})
     print(

@@ -55,9 +55,17 @@ def new_topic(cluster: Cluster, queues: int = 4, prefix: str = "shape") -> str:
     return topic
 
 
-async def read_topic(cluster: Cluster, topic: str, expect: int, *, wait: float = 60.0) -> list[MessageExt]:
+async def read_topic(
+    cluster: Cluster,
+    topic: str,
+    expect: int,
+    *,
+    wait: float = 60.0,
+    until: Callable[[list[MessageExt]], bool] | None = None,
+) -> list[MessageExt]:
     """Read ``topic`` from its first offsets with a LitePullConsumer of a fresh group until ``expect``
-    messages came (or ``wait`` seconds passed: the caller checks what it got)."""
+    messages came, or ``until(messages)`` holds when given (or ``wait`` seconds passed: the caller
+    checks what it got)."""
     got: list[MessageExt] = []
     consumer = LitePullConsumer(
         f"shape-reader-{uuid.uuid4().hex[:8]}",
@@ -68,7 +76,7 @@ async def read_topic(cluster: Cluster, topic: str, expect: int, *, wait: float =
     consumer.subscribe(topic)
     async with consumer:
         with trio.move_on_after(wait):
-            while len(got) < expect:
+            while not (until(got) if until is not None else len(got) >= expect):
                 got.extend(await consumer.poll(timeout=1))
     return got
 

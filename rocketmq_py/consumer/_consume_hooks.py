@@ -8,14 +8,16 @@ with :func:`report_polled`, both calls at once, as Java's ``DefaultLitePullConsu
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import trio
 
+from rocketmq_py.consumer._listener import Listener, S, consume_call
+from rocketmq_py.consumer._pull_result import restore_retry_topic
 from rocketmq_py.hooks import ConsumeContext, Hook, call_hooks
 from rocketmq_py.protocol import ConsumeType, MessageExt, MessageQueue
 
-__all__ = ["consume_context", "end_consume", "report_polled"]
+__all__ = ["consume_context", "consume_with_hooks", "end_consume", "report_polled"]
 
 
 def consume_context(
@@ -75,3 +77,58 @@ def report_polled(
         ctx.status = "CONSUME_SUCCESS"
         ctx.return_type = "SUCCESS"
         call_hooks(hooks, "after_consume", ctx)
+
+
+async def consume_with_hooks(
+    hooks: Sequence[Hook],
+    listener: Listener,
+    msgs: list[MessageExt],
+    *,
+    group: str,
+    namespace: str | None,
+    queue: MessageQueue,
+    timeout: float,  # noqa: ASYNC109 - the listener's deadline, as consume_call's
+    read: Callable[[object], S],
+    failed: S,
+    success: S,
+    orderly: bool,
+    started: float,
+) -> S:
+    """:func:`~rocketmq_py.consumer._listener.consume_call` between ``before_consume`` and
+    ``after_consume`` (the orderly and POP services; no context is built without ``hooks``).
+
+    The hooks see the topics the listener sees. A call cut short by the consumer stopping ends as
+    ``TIME_OUT`` with ``failed``'s status before the cancellation goes on.
+    """
+    if not hooks:
+        return await consume_call(
+            listener,
+            msgs,
+            group=group,
+            namespace=namespace,
+            queue=queue,
+            timeout=timeout,
+            read=read,
+            failed=failed,
+        )
+    restore_retry_topic(msgs, group, namespace)
+    ctx = consume_context(hooks, group, msgs, queue, orderly=orderly, namespace=namespace)
+    try:
+        status = await consume_call(
+            listener,
+            msgs,
+            group=group,
+            namespace=namespace,
+            queue=queue,
+            timeout=timeout,
+            read=read,
+            failed=failed,
+            context=ctx,
+        )
+    except BaseException as exc:  # the consumer stops mid-call
+        end_consume(hooks, ctx, started, ok=False, status=failed.value, return_type="TIME_OUT", exception=exc)
+        raise
+    ok = status is success
+    kind = ctx.return_type or ("SUCCESS" if ok else "FAILED")
+    end_consume(hooks, ctx, started, ok=ok, status=status.value, return_type=kind, exception=ctx.exception)
+    return status

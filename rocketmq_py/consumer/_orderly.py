@@ -26,14 +26,13 @@ import trio
 
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._route_service import RouteService
-from rocketmq_py.consumer._consume_hooks import consume_context, end_consume
+from rocketmq_py.consumer._consume_hooks import consume_with_hooks
 from rocketmq_py.consumer._flow import (
     PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
     REBALANCE_LOCK_INTERVAL_MS,
     REBALANCE_LOCK_MAX_LIVE_TIME_MS,
 )
-from rocketmq_py.consumer._listener import ConsumeOrderlyStatus, consume_call
-from rocketmq_py.consumer._pull_result import restore_retry_topic
+from rocketmq_py.consumer._listener import ConsumeOrderlyStatus
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._retry import retry_message
 from rocketmq_py.errors import RocketMQError
@@ -51,8 +50,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("rocketmq_py.consumer")
-
-_SUSPEND = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,39 +233,22 @@ class OrderlyService:
         pq = state.pq
         started = trio.current_time()
         assert consumer.listener is not None
-        hooks = consumer._hooks
-        ctx = None
-        if hooks:
-            # The hooks see the topics the listener sees (consume_call would restore them after).
-            restore_retry_topic(msgs, consumer.group, consumer.namespace)
-            ctx = consume_context(
-                hooks, consumer.group, msgs, state.mq, orderly=True, namespace=consumer.namespace
-            )
-        try:
-            status = await consume_call(
-                consumer.listener,
-                msgs,
-                group=consumer.group,
-                namespace=consumer.namespace,
-                queue=state.mq,
-                timeout=consumer.consume_timeout,
-                read=ConsumeOrderlyStatus.of,
-                failed=ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
-                context=ctx,
-            )
-        except BaseException as exc:  # the consumer stops mid-call
-            if ctx is not None:
-                end_consume(
-                    hooks, ctx, started, ok=False, status=_SUSPEND, return_type="TIME_OUT", exception=exc
-                )
-            raise
+        status = await consume_with_hooks(
+            consumer._hooks,
+            consumer.listener,
+            msgs,
+            group=consumer.group,
+            namespace=consumer.namespace,
+            queue=state.mq,
+            timeout=consumer.consume_timeout,
+            read=ConsumeOrderlyStatus.of,
+            failed=ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+            success=ConsumeOrderlyStatus.SUCCESS,
+            orderly=True,
+            started=started,
+        )
         pq.last_consume_time = trio.current_time()
         ok = status is ConsumeOrderlyStatus.SUCCESS
-        if ctx is not None:
-            kind = ctx.return_type or ("SUCCESS" if ok else "FAILED")
-            end_consume(
-                hooks, ctx, started, ok=ok, status=status.value, return_type=kind, exception=ctx.exception
-            )
         counters = consumer._counters
         counters.count_consume(state.mq.topic, len(msgs), ok, started)
         if pq.dropped:

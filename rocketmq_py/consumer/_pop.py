@@ -41,15 +41,15 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from rocketmq_py._client._route import MASTER_ID
-from rocketmq_py.consumer._consume_hooks import consume_context, end_consume
+from rocketmq_py.consumer._consume_hooks import consume_with_hooks
 from rocketmq_py.consumer._flow import (
     BROKER_SUSPEND_MAX_TIME_MS,
     CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
     PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
 )
 from rocketmq_py.consumer._group_client import refresh_quietly
-from rocketmq_py.consumer._listener import ConsumeStatus, Listener, concurrent_status, consume_call
-from rocketmq_py.consumer._pull_result import pull_error_delay_ms, restore_retry_topic
+from rocketmq_py.consumer._listener import ConsumeStatus, Listener, concurrent_status
+from rocketmq_py.consumer._pull_result import pull_error_delay_ms
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import (
     AckMessageRequestHeader,
@@ -108,7 +108,6 @@ QUERY_ASSIGNMENT_TIMEOUT: Final = 3.0
 #: Seconds for ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (Java ``ASYNC_TIMEOUT``, 3000 ms).
 ACK_TIMEOUT: Final = 3.0
 
-_LATER: Final = ConsumeStatus.RECONSUME_LATER.value
 
 _POP_OK: Final = (
     ResponseCode.SUCCESS,
@@ -365,38 +364,21 @@ class PopService:
         consumer = self._consumer
         async with self._limiter:
             started = trio.current_time()
-            hooks = consumer._hooks
-            ctx = None
-            if hooks:
-                # The hooks see the topics the listener sees (as the concurrent service's).
-                restore_retry_topic(msgs, consumer.group, consumer.namespace)
-                ctx = consume_context(
-                    hooks, consumer.group, msgs, queue.mq, orderly=False, namespace=consumer.namespace
-                )
-            try:
-                status = await consume_call(
-                    listener,
-                    msgs,
-                    group=consumer.group,
-                    namespace=consumer.namespace,
-                    queue=queue.mq,
-                    timeout=consumer.consume_timeout,
-                    read=concurrent_status,
-                    failed=ConsumeStatus.RECONSUME_LATER,
-                    context=ctx,
-                )
-            except BaseException as exc:  # the consumer stops mid-call
-                if ctx is not None:
-                    end_consume(
-                        hooks, ctx, started, ok=False, status=_LATER, return_type="TIME_OUT", exception=exc
-                    )
-                raise
+            status = await consume_with_hooks(
+                consumer._hooks,
+                listener,
+                msgs,
+                group=consumer.group,
+                namespace=consumer.namespace,
+                queue=queue.mq,
+                timeout=consumer.consume_timeout,
+                read=concurrent_status,
+                failed=ConsumeStatus.RECONSUME_LATER,
+                success=ConsumeStatus.CONSUME_SUCCESS,
+                orderly=False,
+                started=started,
+            )
             ok = status is ConsumeStatus.CONSUME_SUCCESS
-            if ctx is not None:
-                kind = ctx.return_type or ("SUCCESS" if ok else "FAILED")
-                end_consume(
-                    hooks, ctx, started, ok=ok, status=status.value, return_type=kind, exception=ctx.exception
-                )
             consumer._counters.count_consume(queue.mq.topic, len(msgs), ok, started)
             if ok:
                 consumer._counters.consumed += len(msgs)

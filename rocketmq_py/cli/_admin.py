@@ -14,13 +14,20 @@ Creating a topic follows mqadmin ``updateTopic -c CLUSTER``: UPDATE_AND_CREATE_T
 to every master of the cluster; for an order topic, PUT_KV_CONFIG (code 100) of the
 ``ORDER_TOPIC_CONFIG`` entry ``"brokerA:n;brokerB:n"`` on every NameServer; then wait until the
 NameServer's route shows the queues (brokers register the new topic right away).
+
+A broker can leave the NameServer with a stale queue count for an existing topic whose queues
+changed: its periodic registration may copy the topic table before the update and the data
+version after it, and the NameServer then drops the update's own registration as "same version"
+(and every later one, until the broker's version moves again). :func:`stale_brokers` spots it and
+:func:`reregistering_headers` gives the two updates (another filter type, then the asked one)
+that make the broker register the topic again with a new version.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypeVar
 
 import trio
@@ -47,7 +54,10 @@ __all__ = [
     "open_admin",
     "order_conf",
     "parse_cluster_info",
+    "reregistering_headers",
     "route_has_queues",
+    "stale_brokers",
+    "topic_header",
 ]
 
 T = TypeVar("T")
@@ -58,6 +68,9 @@ ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 DEFAULT_TOPIC_PERM = PERM_READ | PERM_WRITE
 #: Seconds between route polls while waiting for a new topic to appear.
 ROUTE_POLL_INTERVAL = 0.2
+#: Seconds a broker may show other queue counts than asked before it is made to register again (a
+#: broker registers a topic within the update request, so a healthy update shows on the first poll).
+ROUTE_REREGISTER_AFTER = 3.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,6 +162,7 @@ class CreatedQueues:
     address: str
     queues: int
     perm: int
+    order: bool = False
 
 
 def order_conf(brokers: Mapping[str, int]) -> str:
@@ -163,6 +177,42 @@ def route_has_queues(route: TopicRouteData, brokers: Mapping[str, int]) -> bool:
         name in shown and shown[name].read_queue_nums >= n and shown[name].write_queue_nums >= n
         for name, n in brokers.items()
     )
+
+
+def topic_header(topic: str, queues: int, *, perm: int, order: bool) -> UpdateAndCreateTopicRequestHeader:
+    """UPDATE_AND_CREATE_TOPIC's header as mqadmin ``updateTopic`` sends it (``queues`` read and write)."""
+    return UpdateAndCreateTopicRequestHeader(
+        topic=topic,
+        default_topic=AUTO_CREATE_TOPIC_KEY,
+        read_queue_nums=queues,
+        write_queue_nums=queues,
+        perm=perm,
+        topic_filter_type="SINGLE_TAG",
+        order=order,
+    )
+
+
+def stale_brokers(route: TopicRouteData | None, brokers: Mapping[str, int]) -> list[str]:
+    """The names in ``brokers`` whose read or write queue count in ``route`` is not the given one (sorted)."""
+    shown = {} if route is None else {q.broker_name: q for q in route.queue_datas}
+    return sorted(
+        name
+        for name, n in brokers.items()
+        if name not in shown or shown[name].read_queue_nums != n or shown[name].write_queue_nums != n
+    )
+
+
+def reregistering_headers(
+    header: UpdateAndCreateTopicRequestHeader,
+) -> tuple[UpdateAndCreateTopicRequestHeader, UpdateAndCreateTopicRequestHeader]:
+    """Two updates that make a broker register ``header``'s topic again, ending as ``header`` asks.
+
+    A broker ignores an update equal to its config (no registration), so the first one differs only
+    in the filter type, which no broker or client of today reads; each update moves the broker's data
+    version and registers the topic with it.
+    """
+    other = "MULTI_TAG" if header.topic_filter_type == "SINGLE_TAG" else "SINGLE_TAG"
+    return replace(header, topic_filter_type=other), header
 
 
 class Admin:
@@ -234,19 +284,11 @@ class Admin:
         masters = info.masters(chosen)
         if not masters:
             raise ClientError(f"cluster {chosen!r} has no master broker")
-        header = UpdateAndCreateTopicRequestHeader(
-            topic=topic,
-            default_topic=AUTO_CREATE_TOPIC_KEY,
-            read_queue_nums=queues,
-            write_queue_nums=queues,
-            perm=perm,
-            topic_filter_type="SINGLE_TAG",
-            order=order,
-        )
+        header = topic_header(topic, queues, perm=perm, order=order)
         created = []
         for name in sorted(masters):
             await self.api.create_topic(masters[name], header)
-            created.append(CreatedQueues(name, masters[name], queues, perm))
+            created.append(CreatedQueues(name, masters[name], queues, perm, order))
         if order:
             conf = order_conf({name: queues for name in masters})
             kv = PutKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic, value=conf)
@@ -254,13 +296,27 @@ class Admin:
                 await self.api.call(address, RequestCode.PUT_KV_CONFIG, kv)
         return created
 
-    async def wait_for_route(self, topic: str, brokers: Mapping[str, int], timeout: float) -> TopicRouteData:  # noqa: ASYNC109
+    async def wait_for_route(
+        self,
+        topic: str,
+        brokers: Mapping[str, int],
+        timeout: float,  # noqa: ASYNC109
+        *,
+        created: Sequence[CreatedQueues] = (),
+    ) -> TopicRouteData:
         """Poll the route until every broker in ``brokers`` shows its queue count.
+
+        Args:
+            created: what :meth:`create_topic` did; a broker among them that still shows other
+                counts after :data:`ROUTE_REREGISTER_AFTER` seconds is made to register the topic
+                again (see :func:`reregistering_headers`), every that many seconds.
 
         Raises:
             RouteNotFound: not within ``timeout`` seconds (the message says what was seen).
         """
         route: TopicRouteData | None = None
+        by_name = {item.broker_name: item for item in created}
+        reregister_at = trio.current_time() + ROUTE_REREGISTER_AFTER
         with trio.move_on_after(timeout):
             while True:
                 try:
@@ -269,6 +325,14 @@ class Admin:
                     route = None
                 if route is not None and route_has_queues(route, brokers):
                     return route
+                if by_name and trio.current_time() >= reregister_at:
+                    for name in stale_brokers(route, brokers):
+                        if name in by_name:
+                            item = by_name[name]
+                            header = topic_header(topic, item.queues, perm=item.perm, order=item.order)
+                            for update in reregistering_headers(header):
+                                await self.api.create_topic(item.address, update)
+                    reregister_at = trio.current_time() + ROUTE_REREGISTER_AFTER
                 await trio.sleep(ROUTE_POLL_INTERVAL)
         seen = "no route" if route is None else f"{sum(q.read_queue_nums for q in route.queue_datas)} queues"
         raise RouteNotFound(

@@ -89,7 +89,7 @@ async def run_create_topic(command: CreateTopicCommand, out: TextIO) -> int:
             )
         out.flush()
         route = await admin.wait_for_route(
-            command.topic, {item.broker_name: item.queues for item in created}, command.wait
+            command.topic, {item.broker_name: item.queues for item in created}, command.wait, created=created
         )
     out.write("\n".join(route_lines(command.topic, route)) + "\n")
     return 0

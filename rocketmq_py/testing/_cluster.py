@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from rocketmq_py.errors import ClusterError, RocketMQError
 
 if TYPE_CHECKING:
+    from rocketmq_py.protocol._admin_headers import UpdateAndCreateTopicRequestHeader
     from rocketmq_py.protocol._bodies import TopicRouteData
     from rocketmq_py.protocol._command import RemotingCommand
     from rocketmq_py.testing._acl import Credentials
@@ -196,39 +197,69 @@ class Cluster(abc.ABC):
         Raises:
             ClusterError: the NameServer lists no master, or a broker or the NameServer refused.
         """
-        from rocketmq_py._client._route import AUTO_CREATE_TOPIC_KEY, PERM_READ, PERM_WRITE
-        from rocketmq_py.cli._admin import ORDER_TOPIC_CONFIG, order_conf
-        from rocketmq_py.protocol._admin_headers import UpdateAndCreateTopicRequestHeader
+        from rocketmq_py._client._route import PERM_READ, PERM_WRITE
+        from rocketmq_py.cli._admin import ORDER_TOPIC_CONFIG, order_conf, topic_header
         from rocketmq_py.protocol._codes import RequestCode
-        from rocketmq_py.protocol._ext_fields import to_ext_fields
 
         masters = cluster_info(self.namesrv_addr, ssl_context=self.ssl_context)
         if not masters:
             raise ClusterError(f"the NameServer {self.namesrv_addr} lists no master broker")
-        header = UpdateAndCreateTopicRequestHeader(
-            topic=topic,
-            default_topic=AUTO_CREATE_TOPIC_KEY,
-            read_queue_nums=queues,
-            write_queue_nums=queues,
-            perm=PERM_READ | PERM_WRITE,
-            topic_filter_type="SINGLE_TAG",
-            order=order,
-        )
-        requests = [
-            (masters[name], RequestCode.UPDATE_AND_CREATE_TOPIC, to_ext_fields(header))
-            for name in sorted(masters)
-        ]
+        header = topic_header(topic, queues, perm=PERM_READ | PERM_WRITE, order=order)
+        for name in sorted(masters):
+            self._update_topic(masters[name], header)
         if order:
             conf = order_conf({name: queues for name in masters})
             kv = {"namespace": ORDER_TOPIC_CONFIG, "key": topic, "value": conf}
-            requests.append((self.namesrv_addr, RequestCode.PUT_KV_CONFIG, kv))
-        for address, code, fields in requests:
-            reply = _request(address, code, fields, 10.0, b"", self.ssl_context, self.credentials)
-            if reply.code != 0:
+            self._ask(self.namesrv_addr, RequestCode.PUT_KV_CONFIG, kv, f"creating topic {topic!r}")
+        self._wait_for_topic(topic, {name: queues for name in masters}, masters, header)
+
+    def _update_topic(self, address: str, header: UpdateAndCreateTopicRequestHeader) -> None:
+        from rocketmq_py.protocol._codes import RequestCode
+        from rocketmq_py.protocol._ext_fields import to_ext_fields
+
+        fields = to_ext_fields(header)
+        self._ask(address, RequestCode.UPDATE_AND_CREATE_TOPIC, fields, f"creating topic {header.topic!r}")
+
+    def _ask(self, address: str, code: int, fields: dict[str, str], doing: str) -> None:
+        reply = _request(address, code, fields, 10.0, b"", self.ssl_context, self.credentials)
+        if reply.code != 0:
+            raise ClusterError(f"{doing}: {address} answered code {reply.code}: {reply.remark or ''}")
+
+    def _wait_for_topic(
+        self,
+        topic: str,
+        wanted: dict[str, int],
+        masters: dict[str, str],
+        header: UpdateAndCreateTopicRequestHeader,
+        timeout: float = 30.0,
+    ) -> None:
+        """Wait until the route shows ``wanted`` queues per broker, re-registering a stale broker.
+
+        A broker can leave the NameServer with the topic's old queue count for good (see
+        :func:`rocketmq_py.cli._admin.reregistering_headers`); one still stale after
+        ``ROUTE_REREGISTER_AFTER`` seconds gets the two updates that make it register the topic again.
+        """
+        from rocketmq_py.cli._admin import ROUTE_REREGISTER_AFTER, reregistering_headers, stale_brokers
+
+        deadline = time.monotonic() + timeout
+        reregister_at = time.monotonic() + ROUTE_REREGISTER_AFTER
+        while True:
+            stale = stale_brokers(topic_route(self.namesrv_addr, topic, ssl_context=self.ssl_context), wanted)
+            if not stale:
+                return
+            now = time.monotonic()
+            if now >= deadline:
+                seen = _route_queue_count(self.namesrv_addr, topic, self.ssl_context)
                 raise ClusterError(
-                    f"creating topic {topic!r}: {address} answered code {reply.code}: {reply.remark or ''}"
+                    f"the route of {topic} shows {seen} queues after {timeout:.0f} s, not "
+                    f"{sum(wanted.values())} (stale: {', '.join(stale)})"
                 )
-        self.wait_for_route(topic, queues * len(masters))
+            if now >= reregister_at:
+                for name in stale:
+                    for update in reregistering_headers(header):
+                        self._update_topic(masters[name], update)
+                reregister_at = now + ROUTE_REREGISTER_AFTER
+            time.sleep(0.2)
 
     def wait_for_route(self, topic: str, queues: int, timeout: float = 30.0) -> None:
         """Wait until the NameServer's route for ``topic`` shows ``queues`` readable queues in all."""

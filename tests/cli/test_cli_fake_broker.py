@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from rocketmq_py.cli import EXIT_ERROR, EXIT_OK, main
+from rocketmq_py.cli import _admin as admin_module
 from rocketmq_py.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.testing import FakeBroker
 
@@ -45,6 +46,28 @@ async def fake() -> AsyncIterator[FakeBroker]:
 
 async def run(*argv: str) -> int:
     return await trio.to_thread.run_sync(main, list(argv))
+
+
+async def test_topic_create_makes_a_broker_the_route_shows_stale_register_again(
+    fake: FakeBroker, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NameServer left with the old queue count (see ``reregistering_headers``) takes the update
+    only when the broker's topic config changed: the CLI sends another filter type, then the one asked."""
+    monkeypatch.setattr(admin_module, "ROUTE_REREGISTER_AFTER", 0.3)
+    fake.add_topic("T2", queues=2)
+    filters: list[str] = []
+
+    async def stale_until_changed(request: RemotingCommand) -> RemotingCommand:
+        fields = request.ext_fields
+        filters.append(fields["topicFilterType"])
+        if len(filters) > 1 and filters[-2] != filters[-1]:  # a real change registers the topic again
+            fake.add_topic("T2", queues=int(fields["writeQueueNums"]), perm=int(fields["perm"]))
+        return RemotingCommand.response(request, ResponseCode.SUCCESS)
+
+    fake.on(RequestCode.UPDATE_AND_CREATE_TOPIC, stale_until_changed)
+    assert await run("-n", fake.address, "topic", "create", "T2", "--queues", "5", "--wait", "30") == EXIT_OK
+    assert "1 broker(s), 5 read / 5 write queues" in capsys.readouterr().out
+    assert filters == ["SINGLE_TAG", "MULTI_TAG", "SINGLE_TAG"]  # the ask, then the two re-registering ones
 
 
 async def test_topic_create_then_route(fake: FakeBroker, capsys: pytest.CaptureFixture[str]) -> None:

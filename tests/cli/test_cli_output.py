@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 import pytest
 
-from rocketmq_py.cli._admin import ClusterInfo, order_conf, parse_cluster_info, route_has_queues
+from rocketmq_py.cli._admin import (
+    ClusterInfo,
+    order_conf,
+    parse_cluster_info,
+    reregistering_headers,
+    route_has_queues,
+    stale_brokers,
+    topic_header,
+)
 from rocketmq_py.cli._format import format_send_result, perm_letters, route_lines, table
 from rocketmq_py.cli._progress import Progress
 from rocketmq_py.errors import ClientError, MalformedBody
@@ -121,6 +130,30 @@ def test_order_conf_and_route_has_queues() -> None:
     assert route_has_queues(route, {"a": 4})
     assert not route_has_queues(route, {"a": 8})
     assert not route_has_queues(route, {"a": 4, "b": 4})
+
+
+def test_stale_brokers_are_those_not_showing_the_asked_counts() -> None:
+    route = TopicRouteData(
+        queue_datas=(
+            QueueData(broker_name="a", read_queue_nums=4, write_queue_nums=4, perm=6),
+            QueueData(broker_name="b", read_queue_nums=8, write_queue_nums=4, perm=6),
+            QueueData(broker_name="c", read_queue_nums=8, write_queue_nums=8, perm=6),
+        )
+    )
+    assert stale_brokers(route, {"a": 4}) == []
+    assert stale_brokers(route, {"d": 4, "c": 4, "b": 4, "a": 4}) == ["b", "c", "d"]  # fewer, more, absent
+    assert stale_brokers(None, {"b": 1, "a": 1}) == ["a", "b"]
+
+
+def test_reregistering_headers_differ_first_then_end_as_asked() -> None:
+    for order in (False, True):
+        header = topic_header("T", 5, perm=6, order=order)
+        first, last = reregistering_headers(header)
+        assert last == header
+        assert (first.topic_filter_type, header.topic_filter_type) == ("MULTI_TAG", "SINGLE_TAG")
+        assert replace(first, topic_filter_type="SINGLE_TAG") == header  # nothing else differs
+    multi = replace(topic_header("T", 5, perm=6, order=False), topic_filter_type="MULTI_TAG")
+    assert reregistering_headers(multi)[0].topic_filter_type == "SINGLE_TAG"
 
 
 # --- progress ---------------------------------------------------------------------------------

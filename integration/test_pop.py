@@ -130,6 +130,11 @@ async def test_three_consumers_on_two_queues_all_receive(
         assert "#Consumer Pop Detail#" in status, status[-2000:]
         pop_detail = status.split("#Consumer Pop Detail#", 1)[1]
         assert topic in pop_detail, pop_detail[:2000]
+        # The members' own figures name the topic's queues and count what was popped from them.
+        stats = [s for member in members for s in member.pop_statistics()]
+        assert stats
+        assert {s.queue.topic for s in stats} == {topic}
+        assert any(s.popped for s in stats)
     per_member = Counter(name for name, _, _ in log)
     duplicates = len(log) - len({b for _, b, _ in log})
     print(

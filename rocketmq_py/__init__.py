@@ -30,7 +30,13 @@ if TYPE_CHECKING:
     from rocketmq_py._client._config import ClientConfig
     from rocketmq_py.consumer._listener import ConsumeOrderlyStatus
     from rocketmq_py.consumer._lite_pull import LitePullConsumer
-    from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer, QueueStatistics, RebalanceListener
+    from rocketmq_py.consumer._push import (
+        ConsumeStatus,
+        PopQueueStatistics,
+        PushConsumer,
+        QueueStatistics,
+        RebalanceListener,
+    )
     from rocketmq_py.consumer._queue_watch import QueueChangeListener
     from rocketmq_py.hooks import ConsumeContext, Hook, SendContext
     from rocketmq_py.producer._fault import FaultConfig
@@ -61,6 +67,7 @@ _LAZY = {
     "LitePullConsumer": "rocketmq_py.consumer._lite_pull",
     "ConsumeOrderlyStatus": "rocketmq_py.consumer._orderly",
     "QueueStatistics": "rocketmq_py.consumer._push",
+    "PopQueueStatistics": "rocketmq_py.consumer._push",
     "RebalanceListener": "rocketmq_py.consumer._push",
     "QueueChangeListener": "rocketmq_py.consumer._queue_watch",
     "ConsumeFromWhere": "rocketmq_py.protocol",
@@ -114,6 +121,7 @@ __all__ = [
     "MessageExt",
     "MessageModel",
     "MessageQueue",
+    "PopQueueStatistics",
     "Producer",
     "ProtocolError",
     "PushConsumer",

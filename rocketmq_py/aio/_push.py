@@ -20,7 +20,7 @@ from rocketmq_py.consumer._flow import (
     FlowLimits,
 )
 from rocketmq_py.consumer._pop import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS
-from rocketmq_py.consumer._push import Listener, QueueStatistics, RebalanceListener
+from rocketmq_py.consumer._push import Listener, PopQueueStatistics, QueueStatistics, RebalanceListener
 from rocketmq_py.consumer._push import PushConsumer as AsyncPushConsumer
 from rocketmq_py.hooks import Hook
 from rocketmq_py.protocol import (
@@ -150,6 +150,11 @@ class PushConsumer(AioClient[AsyncPushConsumer]):
     def statistics(self) -> list[QueueStatistics]:
         """Per owned queue: cache, flow control, lock, pull/consume times and the committed offset."""
         return self._client.statistics()
+
+    def pop_statistics(self) -> list[PopQueueStatistics]:
+        """Per queue this member pops (POP consumption; empty otherwise): unacknowledged and popped
+        counts and the last pop time, in queue order."""
+        return self._client.pop_statistics()
 
     async def rebalance(self) -> None:
         """Rebalance every subscribed topic now."""

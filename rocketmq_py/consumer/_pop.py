@@ -50,6 +50,7 @@ from rocketmq_py.consumer._flow import (
 from rocketmq_py.consumer._group_client import refresh_quietly
 from rocketmq_py.consumer._listener import ConsumeStatus, Listener, concurrent_status
 from rocketmq_py.consumer._pull_result import pull_error_delay_ms
+from rocketmq_py.consumer._statistics import PopQueueStatistics
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import (
     AckMessageRequestHeader,
@@ -256,6 +257,21 @@ class PopService:
             )
             for mq, queue in self.queues.items()
         }
+
+    def statistics(self) -> list[PopQueueStatistics]:
+        """Per popped queue, in queue order: unacknowledged and popped counts, last pop time."""
+        now = trio.current_time()
+        wall_ms = time.time() * 1000
+        return [
+            PopQueueStatistics(
+                queue=mq,
+                waiting_ack=queue.waiting_ack,
+                popped=queue.popped,
+                last_pop_age=now - queue.last_pop_time,
+                last_pop_timestamp=int(wall_ms - (now - queue.last_pop_time) * 1000),
+            )
+            for mq, queue in sorted(self.queues.items())
+        ]
 
     def _drop(self, topic: str, keep: set[MessageQueue]) -> None:
         for mq in [mq for mq in self.queues if mq.topic == topic and mq not in keep]:

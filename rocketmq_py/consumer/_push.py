@@ -92,7 +92,13 @@ from rocketmq_py.consumer._pop import (
     PopService,
 )
 from rocketmq_py.consumer._queue_state import QueueState
-from rocketmq_py.consumer._statistics import ConsumeCounters, QueueStatistics, queue_statistics, rate_table
+from rocketmq_py.consumer._statistics import (
+    ConsumeCounters,
+    PopQueueStatistics,
+    QueueStatistics,
+    queue_statistics,
+    rate_table,
+)
 from rocketmq_py.errors import ClientError, StateError
 from rocketmq_py.hooks import Hook, hook_list
 from rocketmq_py.producer._producer import Producer
@@ -117,6 +123,7 @@ __all__ = [
     "ConsumeOrderlyStatus",
     "ConsumeStatus",
     "Listener",
+    "PopQueueStatistics",
     "PushConsumer",
     "QueueStatistics",
     "RebalanceListener",
@@ -294,8 +301,19 @@ class PushConsumer(GroupMember):
         return self._user_queues(sort_queues(self._queues))
 
     def statistics(self) -> list[QueueStatistics]:
-        """Per owned queue: cache, flow control, lock, pull/consume times and the committed offset."""
+        """Per owned queue: cache, flow control, lock, pull/consume times and the committed offset.
+
+        Queues the group pops (POP consumption) are in :meth:`pop_statistics` instead.
+        """
         stats = queue_statistics(self._queues, self._offsets, orderly=self.orderly)
+        if self.namespace is None:
+            return stats
+        return [replace(s, queue=unwrap_queue(self.namespace, s.queue)) for s in stats]
+
+    def pop_statistics(self) -> list[PopQueueStatistics]:
+        """Per queue this member pops (POP consumption; empty otherwise): unacknowledged and popped
+        counts and the last pop time, in queue order."""
+        stats = [] if self._pop is None else self._pop.statistics()
         if self.namespace is None:
             return stats
         return [replace(s, queue=unwrap_queue(self.namespace, s.queue)) for s in stats]

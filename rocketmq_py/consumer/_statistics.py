@@ -1,6 +1,7 @@
 """A push consumer's figures: per-queue statistics and the per-topic rates admin tools read.
 
-:func:`queue_statistics` is what :meth:`PushConsumer.statistics` returns; :class:`ConsumeCounters`
+:func:`queue_statistics` is what :meth:`PushConsumer.statistics` returns (:class:`PopQueueStatistics`:
+what :meth:`PushConsumer.pop_statistics` returns); :class:`ConsumeCounters`
 counts pulls and listener calls per topic, turned by :func:`rate_table` into the ``statusTable`` of
 GET_CONSUMER_RUNNING_INFO (``mqadmin consumerStatus``: pull and consume TPS and RT).
 """
@@ -19,7 +20,14 @@ from rocketmq_py.consumer._offset_store_api import OffsetStore
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.protocol import ConsumeRateStatus, MessageQueue
 
-__all__ = ["ConsumeCounters", "QueueStatistics", "TopicCounters", "queue_statistics", "rate_table"]
+__all__ = [
+    "ConsumeCounters",
+    "PopQueueStatistics",
+    "QueueStatistics",
+    "TopicCounters",
+    "queue_statistics",
+    "rate_table",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +62,25 @@ class QueueStatistics:
     last_consume_timestamp: int = 0
     #: The offset last written to the broker (or, broadcasting, the local file) by us; -1 none yet.
     persisted_offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PopQueueStatistics:
+    """One queue this member pops (POP consumption), as :meth:`PushConsumer.pop_statistics` reports it.
+
+    The broker keeps the offsets of a popped queue, so there is no cache, span or committed offset
+    here: what is popped goes to the listener and is acknowledged (or re-timed) message by message.
+    """
+
+    queue: MessageQueue
+    #: Messages popped and not yet acknowledged or re-timed (Java ``waitAckCount``).
+    waiting_ack: int
+    #: Messages popped from the queue since this member was given it.
+    popped: int
+    #: Seconds since the last POP_MESSAGE (at first: since the queue was given to this member).
+    last_pop_age: float
+    #: Wall-clock epoch ms of that POP_MESSAGE (Java ``lastPopTimestamp``).
+    last_pop_timestamp: int
 
 
 def queue_statistics(

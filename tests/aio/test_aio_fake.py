@@ -551,6 +551,8 @@ async def test_push_consumer_runs_async_listeners_on_the_asyncio_loop(broker: Fa
             bodies = [(await asyncio.wait_for(received.get(), 30)).body for _ in range(10)]
             assert consumer.consumed >= 10
             owned = consumer.owned_queues()
+            assert consumer.pop_statistics() == []  # a pulling member pops nothing
+            assert {s.queue for s in consumer.statistics()} == set(owned)
         assert {mq for mq in owned if mq.topic == TOPIC} == {
             MessageQueue(TOPIC, "broker-a", q) for q in (0, 1)
         }

@@ -205,9 +205,11 @@ async def test_pop_in_a_namespace(autojump_clock: trio.testing.MockClock) -> Non
         fb.add_topic(wire_topic, queues=1)
         fb.add_topic("%RETRY%" + wire_group, queues=1)
         fb.put_messages(0, [Message(wire_topic, b"n")])
-        async with make(fb, listener, hooks=[calls], namespace="ns1"):
+        async with make(fb, listener, hooks=[calls], namespace="ns1") as consumer:
             await wait_until(lambda: len(fb.pop.acks) == 1)
+            ((mq, popped),) = [(s.queue, s.popped) for s in consumer.pop_statistics()]
         (ack,) = fb.pop.acks
+    assert (mq.topic, mq.queue_id, popped) == (TOPIC, 0, 1)  # statistics name the plain topic too
     assert got == [TOPIC]  # the listener sees the plain topic
     ((_, ctx, at_before), _) = calls.log
     assert at_before[3] == (TOPIC,)  # so do the hooks, from before_consume on

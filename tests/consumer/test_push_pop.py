@@ -100,6 +100,10 @@ async def test_pop_consumes_and_acks_every_message(
         popped = sorted(consumer._pop.queues)
         assert [(mq.topic, mq.queue_id) for mq in popped] == [(TOPIC, 0), (TOPIC, 1)]
         assert set(consumer.owned_queues()) == {*popped, *consumer._queues}  # + the pulled retry topic
+        stats = consumer.pop_statistics()
+        assert [(s.queue, s.popped, s.waiting_ack) for s in stats] == [(mq, 5, 0) for mq in popped]
+        assert all(s.last_pop_age >= 0 and s.last_pop_timestamp > 0 for s in stats)
+        assert {s.queue for s in consumer.statistics()} == set(consumer._queues)  # pulled ones only
     assert listener.bodies() == bodies
     assert len(listener.messages) == 10
     assert all(m.topic == TOPIC for m in listener.messages)
@@ -147,9 +151,10 @@ async def test_a_hanging_consumer_does_not_pin_its_messages(
 ) -> None:
     bodies = put(broker, 8)
     stuck, healthy = Listener(hang=True), Listener()
-    async with make(broker, stuck, "stuck", pop_invisible_time=20):
+    async with make(broker, stuck, "stuck", pop_invisible_time=20) as stuck_consumer:
         await wait_until(lambda: len(stuck.messages) == 8)
         popped_at = trio.current_time()
+        assert sum(s.waiting_ack for s in stuck_consumer.pop_statistics()) == 8  # popped, never acked
         async with make(broker, healthy, "healthy"):
             await wait_until(lambda: healthy.bodies() == bodies)
             # Hidden until the stuck member's invisible time ran out.

@@ -221,14 +221,19 @@ async def consume_call(
     try:
         # A bare CancelScope: move_on_after's generator wrapper costs per message here.
         scope = trio.CancelScope(deadline=trio.current_time() + timeout)
+        cut: trio.Cancelled | None = None
         with scope:
-            status = read(await invoke_listener(listener, msgs))
+            try:
+                status = read(await invoke_listener(listener, msgs))
+            except trio.Cancelled as exc:  # kept for the hooks: the concurrent service reports the same
+                cut = exc
+                raise
         if scope.cancelled_caught:
             log.warning(
                 "%s: listener took more than %g s on %d messages of %s", group, timeout, len(msgs), queue
             )
             if context is not None:
-                context.return_type = "TIME_OUT"
+                context.return_type, context.exception = "TIME_OUT", cut
     except Exception as exc:
         log.exception("%s: listener failed on %d messages of %s", group, len(msgs), queue)
         if context is not None:

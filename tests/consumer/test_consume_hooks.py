@@ -135,6 +135,30 @@ async def test_orderly_hooks(
     assert (ok.success, ok.status, ok.return_type) == (True, "SUCCESS", "SUCCESS")
 
 
+async def test_orderly_hooks_see_a_timed_out_call_and_its_cancellation(
+    cluster: Cluster, make_consumer: MakeConsumer, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def listener(msgs: list[MessageExt]) -> ConsumeOrderlyStatus:
+        if not msgs[0].reconsume_times:
+            await trio.sleep(3600)
+        return ConsumeOrderlyStatus.SUCCESS
+
+    a0 = cluster.queues()[0]
+    calls = Calls()
+    async with make_consumer(orderly=True, listener=listener, hooks=[calls], consume_timeout=2) as consumer:
+        cluster.put(a0, 1)
+        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+
+    timed_out, ok = calls.afters()
+    assert (timed_out.success, timed_out.status, timed_out.return_type) == (
+        False,
+        "SUSPEND_CURRENT_QUEUE_A_MOMENT",
+        "TIME_OUT",
+    )
+    assert isinstance(timed_out.exception, trio.Cancelled)  # as the concurrent service reports it
+    assert (ok.success, ok.return_type, ok.exception) == (True, "SUCCESS", None)
+
+
 async def test_a_raising_hook_does_not_fail_the_consumption(
     cluster: Cluster,
     make_consumer: MakeConsumer,

@@ -76,6 +76,25 @@ def test_send_count_20_shows_in_topic_status(
     assert sum(offsets.values()) == 20, status
 
 
+def test_a_namespace_on_the_real_broker(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--namespace``: the topic is ``ns%T`` on the brokers (mqadmin sees it there), and send and
+    consume in the namespace use the plain name."""
+    topic = _topic("cli-ns")
+    base = ["-n", cluster.namesrv_addr, "--namespace", "clins"]
+    assert main([*base, "topic", "create", topic, "--queues", "1"]) == EXIT_OK
+    assert f"created clins%{topic} on broker-a" in capsys.readouterr().out
+    assert main([*base, "send", topic, "--body", "in-ns", "--count", "4"]) == EXIT_OK
+    assert f"sent 4 of 4 message(s) to {topic} in " in capsys.readouterr().out
+
+    status = cluster.mqadmin("topicStatus", "-t", f"clins%{topic}").check().output
+    assert sum(_max_offsets(status).values()) == 4, status
+    argv = [*base, "consume", topic, "-g", f"cg-{topic}", "--from-beginning", "--count", "4"]
+    assert main(argv) == EXIT_OK
+    out, err = capsys.readouterr()
+    assert [line.split("body=")[1] for line in out.splitlines()] == ["in-ns"] * 4
+    assert err == f"consumed 4 message(s) from {topic} as cg-{topic}; offsets persisted\n"
+
+
 def test_send_one_then_query_it(
     cluster: Cluster, create_topic: Callable[..., str], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,6 +1,8 @@
 """What each command does, as async functions writing to the streams they are given.
 
-Each returns the process exit code; a :class:`~rocketmq_py.errors.RocketMQError` that ends a
+Admin commands (``route``, ``topic create``, ``group inspect``) show topics and groups as the
+brokers store them (``NS%T`` under ``--namespace NS``); ``send`` and ``consume`` as a client of the
+namespace sees them (``T``). Each returns the process exit code; a :class:`~rocketmq_py.errors.RocketMQError` that ends a
 command is left to :func:`rocketmq_py.cli.main` to print.
 """
 
@@ -52,7 +54,8 @@ async def run_command(command: Command, out: TextIO, err: TextIO) -> int:
 async def run_group_inspect(command: GroupInspectCommand, out: TextIO) -> int:
     """Print the group's report; the exit code is 0 whether or not it found problems."""
     async with open_admin(list(command.common.namesrv), timeout=command.common.timeout) as admin:
-        report = await collect_group(admin, command.group, command.topic)
+        topic = None if command.topic is None else command.common.wire(command.topic)
+        report = await collect_group(admin, command.common.wire(command.group), topic)
     if command.json:
         out.write(json.dumps(report.to_json(), indent=2, sort_keys=True) + "\n")
     else:
@@ -61,24 +64,27 @@ async def run_group_inspect(command: GroupInspectCommand, out: TextIO) -> int:
 
 
 async def run_route(command: RouteCommand, out: TextIO) -> int:
+    topic = command.common.wire(command.topic)
     async with open_admin(list(command.common.namesrv), timeout=command.common.timeout) as admin:
-        route = await admin.route(command.topic)
+        route = await admin.route(topic)
     if command.json:
         out.write(json.dumps(route.to_json(), indent=2, sort_keys=True) + "\n")
     else:
-        out.write("\n".join(route_lines(command.topic, route)) + "\n")
+        out.write("\n".join(route_lines(topic, route)) + "\n")
     return 0
 
 
 async def run_create_topic(command: CreateTopicCommand, out: TextIO) -> int:
     validate_topic(command.topic)
+    topic = command.common.wire(command.topic)
+    validate_topic(topic)
     async with open_admin(list(command.common.namesrv), timeout=command.common.timeout) as admin:
         created = await admin.create_topic(
-            command.topic, command.queues, cluster=command.cluster, order=command.order
+            topic, command.queues, cluster=command.cluster, order=command.order
         )
         for item in created:
             out.write(
-                f"created {command.topic} on {item.broker_name} ({item.address}): "
+                f"created {topic} on {item.broker_name} ({item.address}): "
                 f"{item.queues} read / {item.queues} write queues, perm {perm_letters(item.perm)}\n"
             )
         if command.order:
@@ -89,9 +95,9 @@ async def run_create_topic(command: CreateTopicCommand, out: TextIO) -> int:
             )
         out.flush()
         route = await admin.wait_for_route(
-            command.topic, {item.broker_name: item.queues for item in created}, command.wait, created=created
+            topic, {item.broker_name: item.queues for item in created}, command.wait, created=created
         )
-    out.write("\n".join(route_lines(command.topic, route)) + "\n")
+    out.write("\n".join(route_lines(topic, route)) + "\n")
     return 0
 
 
@@ -130,6 +136,7 @@ async def run_send(command: SendCommand, out: TextIO, err: TextIO) -> int:
         namesrv=";".join(command.common.namesrv),
         send_timeout=command.common.timeout,
         request_timeout=command.common.timeout,
+        namespace=command.common.namespace,
     )
     async with producer:
         try:

@@ -33,7 +33,7 @@ async def run_consume(command: ConsumeCommand, out: TextIO, err: TextIO) -> int:
     validate_group(command.group)
     namesrv = list(command.common.namesrv)
     async with open_admin(namesrv, timeout=command.common.timeout) as admin:
-        route = await admin.route(command.topic)  # fail fast on an unknown topic
+        route = await admin.route(command.common.wire(command.topic))  # fail fast on an unknown topic
     brokers = {addr: b.broker_name for b in route.broker_datas for addr in b.broker_addrs.values()}
     printed = 0
     done = trio.Event()
@@ -66,6 +66,7 @@ async def run_consume(command: ConsumeCommand, out: TextIO, err: TextIO) -> int:
         consume_concurrency=1,
         consume_batch_max_size=1,
         request_timeout=command.common.timeout,
+        namespace=command.common.namespace,
     )
     consumer.subscribe(command.topic, command.tag)
 

@@ -2,9 +2,10 @@
 
 Commands: ``route``, ``topic create``, ``send``, ``group inspect``, ``consume``.
 
-``-n/--namesrv`` and ``--timeout`` are accepted before the command and after it
+``-n/--namesrv``, ``--timeout`` and ``--namespace`` are accepted before the command and after it
 (``rocketmq-py -n h:9876 route T`` and ``rocketmq-py route T -n h:9876``); the NameServer
-defaults to ``ROCKETMQ_NAMESRV``. Every mistake raises :class:`UsageError` (exit code 2).
+defaults to ``ROCKETMQ_NAMESRV``. ``--namespace NS`` names topics and groups as a client with
+that namespace does (Java ``setNamespace``): ``T`` is ``NS%T`` on the brokers. Every mistake raises :class:`UsageError` (exit code 2).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import NoReturn
 from rocketmq_py import __version__
 from rocketmq_py._client._config import DEFAULT_REQUEST_TIMEOUT, parse_namesrv_addrs
 from rocketmq_py.errors import ClientError
+from rocketmq_py.protocol._namespace import validate_namespace, wrap_name
 
 __all__ = [
     "CLI_PRODUCER_GROUP",
@@ -54,6 +56,12 @@ class Common:
 
     namesrv: tuple[str, ...]
     timeout: float = DEFAULT_REQUEST_TIMEOUT
+    #: Topics and groups are this namespace's (``None``: no namespace).
+    namespace: str | None = None
+
+    def wire(self, name: str) -> str:
+        """``name`` as the brokers know it (wrapped in :attr:`namespace`)."""
+        return wrap_name(self.namespace, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +168,12 @@ def _common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         metavar="SECONDS",
         default=default_timeout,
         help=f"per request, and per send including retries (default {DEFAULT_REQUEST_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--namespace",
+        metavar="NS",
+        default=default_ns,
+        help="topics and groups of namespace NS (NS%%NAME on the brokers, as Java's setNamespace)",
     )
 
 
@@ -268,6 +282,13 @@ def _namesrv(value: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
         raise UsageError(f"-n/--namesrv: {exc}") from None
 
 
+def _namespace(value: str | None) -> str | None:
+    try:
+        return validate_namespace(value)
+    except ValueError as exc:
+        raise UsageError(f"--namespace: {exc}") from None
+
+
 def _read_body(path: str) -> bytes:
     if path == "-":
         return sys.stdin.buffer.read()
@@ -298,7 +319,9 @@ def parse_command(argv: Sequence[str], environ: Mapping[str, str]) -> Command:
 
 
 def _command(args: argparse.Namespace, environ: Mapping[str, str]) -> Command:
-    common = Common(namesrv=_namesrv(args.namesrv, environ), timeout=args.timeout)
+    common = Common(
+        namesrv=_namesrv(args.namesrv, environ), timeout=args.timeout, namespace=_namespace(args.namespace)
+    )
     if args.command == "route":
         return RouteCommand(common, args.topic, json=args.json)
     if args.command == "topic":

@@ -135,6 +135,37 @@ async def test_send_few_prints_each_result(fake: FakeBroker, capsys: pytest.Capt
     assert {(m.body, m.tags, m.keys, m.properties["p"]) for m in stored} == {(b"hi", "TA", ("a", "b"), "1")}
 
 
+async def test_namespace_wraps_the_names_on_the_wire(
+    fake: FakeBroker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--namespace ns1``: admin commands work on ``ns1%T`` and show it; send and consume use
+    ``T`` as a client of the namespace does, and put ``ns1%`` on the topic and groups on the wire."""
+    base = ["-n", fake.address, "--namespace", "ns1"]
+    assert await run(*base, "topic", "create", "T", "--queues", "1") == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("created ns1%T on broker-a")
+    assert "topic ns1%T" in out
+    [create] = fake.requests(RequestCode.UPDATE_AND_CREATE_TOPIC)
+    assert create.ext_fields["topic"] == "ns1%T"
+
+    assert await run(*base, "route", "T") == EXIT_OK
+    assert capsys.readouterr().out.startswith("topic ns1%T\n")
+
+    assert await run(*base, "send", "T", "--body", "hi") == EXIT_OK
+    out = capsys.readouterr().out
+    assert "sent 1 of 1 message(s) to T" in out
+    [stored] = fake.messages("ns1%T", 0)
+    assert stored.body == b"hi"
+    [send] = fake.requests(RequestCode.SEND_MESSAGE_V2)
+    assert (send.ext_fields["a"], send.ext_fields["b"]) == ("ns1%rocketmq-py-cli", "ns1%T")  # group, topic
+
+    code = await run(*base, "consume", "T", "-g", "cg", "--from-beginning", "--count", "1")
+    out, err = capsys.readouterr()
+    assert (code, out.split("body=")[-1]) == (EXIT_OK, "hi\n")
+    assert err == "consumed 1 message(s) from T as cg; offsets persisted\n"
+    assert fake.consumer_offsets[("ns1%cg", "ns1%T", 0)] == 1
+
+
 async def test_send_many_shows_progress_not_results(
     fake: FakeBroker, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -73,6 +73,23 @@ def test_timeout_before_or_after() -> None:
     assert parse_command(["route", "T"], ENV).common.timeout == 3.0
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [["--namespace", "ns-1", "route", "T"], ["route", "T", "--namespace", "ns-1"]],
+)
+def test_namespace_before_or_after_the_command(argv: list[str]) -> None:
+    common = parse_command(argv, ENV).common
+    assert (common.namespace, common.wire("T"), common.wire("%RETRY%g"), common.wire("TBW102")) == (
+        "ns-1",
+        "ns-1%T",
+        "%RETRY%ns-1%g",
+        "TBW102",
+    )
+    plain = parse_command(["route", "T"], ENV).common
+    assert (plain.namespace, plain.wire("T")) == (None, "T")
+    assert parse_command(["--namespace", "", "route", "T"], ENV).common.namespace is None
+
+
 def test_topic_create() -> None:
     assert parse_command(["topic", "create", "T", "--queues", "8"], ENV) == CreateTopicCommand(
         Common((NS,)), "T", 8
@@ -160,6 +177,7 @@ def test_send_defaults_and_body_file(tmp_path: Path) -> None:
             "-n/--namesrv: NameServer address 'nohostport' is not host:port",
         ),
         (["send", "T", "--body-file", "/no/such/file"], "cannot read --body-file /no/such/file"),
+        (["route", "T", "--namespace", "a%b"], "--namespace: namespace 'a%b' may hold only letters"),
     ],
 )
 def test_usage_errors(argv: list[str], message: str) -> None:

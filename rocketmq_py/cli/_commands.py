@@ -2,8 +2,9 @@
 
 Admin commands (``route``, ``topic create``, ``group inspect``) show topics and groups as the
 brokers store them (``NS%T`` under ``--namespace NS``); ``send`` and ``consume`` as a client of the
-namespace sees them (``T``). Each returns the process exit code; a :class:`~rocketmq_py.errors.RocketMQError` that ends a
-command is left to :func:`rocketmq_py.cli.main` to print.
+namespace sees them (``T``). Each returns the process exit code; a
+:class:`~rocketmq_py.errors.RocketMQError` that ends a command is left to
+:func:`rocketmq_py.cli.main` to print.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Commands: ``route``, ``topic create``, ``send``, ``group inspect``, ``consume``.
 ``-n/--namesrv``, ``--timeout`` and ``--namespace`` are accepted before the command and after it
 (``rocketmq-py -n h:9876 route T`` and ``rocketmq-py route T -n h:9876``); the NameServer
 defaults to ``ROCKETMQ_NAMESRV``. ``--namespace NS`` names topics and groups as a client with
-that namespace does (Java ``setNamespace``): ``T`` is ``NS%T`` on the brokers. Every mistake raises :class:`UsageError` (exit code 2).
+that namespace does (Java ``setNamespace``): ``T`` is ``NS%T`` on the brokers. Every mistake
+raises :class:`UsageError` (exit code 2).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A push consumer's figures: per-queue statistics and the per-topic rates admin tools read.
 
-:func:`queue_statistics` is what :meth:`PushConsumer.statistics` returns (:class:`PopQueueStatistics`:
-what :meth:`PushConsumer.pop_statistics` returns); :class:`ConsumeCounters`
+:func:`queue_statistics` is what :meth:`PushConsumer.statistics` returns, and
+:class:`PopQueueStatistics` what :meth:`PushConsumer.pop_statistics` returns; :class:`ConsumeCounters`
 counts pulls and listener calls per topic, turned by :func:`rate_table` into the ``statusTable`` of
 GET_CONSUMER_RUNNING_INFO (``mqadmin consumerStatus``: pull and consume TPS and RT).
 """

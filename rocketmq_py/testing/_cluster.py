@@ -192,7 +192,9 @@ class Cluster(abc.ABC):
         What ``mqadmin updateTopic -c <cluster>`` does, without starting a JVM: UPDATE_AND_CREATE_TOPIC
         (code 17) to each master the NameServer lists, and for an order topic its ``broker:queues;...``
         order conf on the NameServer (PUT_KV_CONFIG); signed with the cluster's ACL account, over TLS
-        when the cluster enforces it. Then waits until the NameServer's route shows the queues.
+        when the cluster enforces it. Then waits until the NameServer's route shows the queues; a
+        broker that still shows other counts after a few seconds is made to register the topic again
+        (see :func:`rocketmq_py.cli._admin.reregistering_headers`).
 
         Raises:
             ClusterError: the NameServer lists no master, or a broker or the NameServer refused.

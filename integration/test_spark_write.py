@@ -151,6 +151,44 @@ async def test_batch_write_round_trip_with_deterministic_keys(
     assert all(ids[body] == {keys[body]} for body in ids)
 
 
+async def test_a_namespace_writes_and_reads_the_wrapped_topic(
+    spark: SparkSession,
+    rocketmq_format: str,
+    cluster: Cluster,
+    create_topic: Callable[..., str],
+    pull_all: Any,
+) -> None:
+    """Option ``namespace``: rows name the plain topic, the brokers store ``ns%topic``, the reader
+    given the namespace reads it back and shows the plain name (as our clients and Java's do)."""
+    wire = create_topic(2, prefix="sparkns%spark-ns")
+    topic = wire.split("%", 1)[1]
+    n = 40
+    (
+        spark.createDataFrame(rows(n, "ns"), SCHEMA)
+        .write.format(rocketmq_format)
+        .mode("append")
+        .option("namesrv", cluster.namesrv_addr)
+        .option("topic", topic)
+        .option("namespace", "sparkns")
+        .save()
+    )
+    stored = by_body(await pull_all(wire, expect=n))
+    assert sorted(stored) == sorted(f"ns-{i}".encode() for i in range(n))
+    assert {m.topic for m in stored.values()} == {wire}
+
+    read = (
+        spark.read.format(rocketmq_format)
+        .option("namesrv", cluster.namesrv_addr)
+        .option("topic", topic)
+        .option("namespace", "sparkns")
+        .load()
+        .select("topic", "body")
+        .collect()
+    )
+    assert sorted(r.body for r in read) == sorted(stored)
+    assert {r.topic for r in read} == {topic}
+
+
 async def test_sharding_key_rows_keep_their_queue_and_order(
     spark: SparkSession,
     rocketmq_format: str,

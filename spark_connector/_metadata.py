@@ -37,6 +37,7 @@ from rocketmq_py.protocol import (
     TopicRouteData,
 )
 from rocketmq_py.protocol._fastjson import parse_fastjson
+from rocketmq_py.protocol._namespace import namespace_of, unwrap_name
 from spark_connector._options import ReadOptions
 from spark_connector._planning import QueueState
 
@@ -107,11 +108,21 @@ async def list_topics(api: RemotingApi, options: ReadOptions) -> list[str]:
 
 
 async def resolve_topics(api: RemotingApi, options: ReadOptions) -> list[str]:
-    """The topics to read: ``topic``'s list, or those ``topicPattern`` matches in full."""
+    """The topics to read: ``topic``'s list, or those ``topicPattern`` matches in full.
+
+    With a namespace, the pattern is matched against the plain names of the namespace's topics.
+    """
     if options.topic_pattern is None:
         return list(options.topics)
     pattern = re.compile(options.topic_pattern)
-    return [t for t in await list_topics(api, options) if pattern.fullmatch(t)]
+    ns = options.namespace
+    if ns is None:
+        return [t for t in await list_topics(api, options) if pattern.fullmatch(t)]
+    return [
+        t
+        for t in await list_topics(api, options)
+        if namespace_of(t) == ns and pattern.fullmatch(unwrap_name(ns, t))
+    ]
 
 
 async def route(api: RemotingApi, options: ReadOptions, topic: str) -> TopicRouteData:

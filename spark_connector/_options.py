@@ -4,6 +4,11 @@ Every option value arrives as a string (Spark lower-cases the keys). A bad value
 :class:`SparkOptionError` naming the option as the user spelled it in the documentation, e.g.
 ``numPartitions``. Options this module does not know are ignored (Spark adds its own, e.g. ``path``).
 
+``namespace`` reads and writes the topics of a namespace as a client given ``namespace=`` does
+(Java ``setNamespace``): topics, offset specifications, ``topicPattern`` and ``commitToGroup``
+name plain topics and groups, the brokers see ``<namespace>%<name>``, and the ``topic`` column
+holds the plain name again.
+
 ``accessKey`` / ``secretKey`` sign every request for a broker with ACL on (reader and writer; give
 both or neither). The secret is kept out of reprs and error messages; Spark itself redacts option
 values whose key contains "secret" in plans and its UI.
@@ -32,6 +37,7 @@ from rocketmq_py.producer._validation import (
     validate_topic,
 )
 from rocketmq_py.protocol._bodies import build_subscription_data
+from rocketmq_py.protocol._namespace import validate_namespace, wrap_name
 from spark_connector._errors import SparkOptionError
 
 __all__ = [
@@ -48,6 +54,7 @@ __all__ = [
     "SparkOptionError",
     "SpecificOffsets",
     "parse_credentials",
+    "parse_namespace",
     "parse_offset_spec",
     "parse_read_options",
     "parse_sink_options",
@@ -96,6 +103,8 @@ class ReadOptions:
         commit_to_group: streaming: write committed offsets to this consumer group.
         access_key, secret_key: ACL credentials (``accessKey`` / ``secretKey``); requests are signed
             when set. The secret is not in the repr.
+        namespace: the topics' namespace (``None``: none); :attr:`topics`, the offset
+            specifications and :attr:`commit_to_group` hold the wrapped names the brokers use.
     """
 
     namesrv: tuple[str, ...]
@@ -116,6 +125,7 @@ class ReadOptions:
     commit_to_group: str | None = None
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
+    namespace: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -146,6 +156,7 @@ _NAMES: Final = {
         "commitToGroup",
         "accessKey",
         "secretKey",
+        "namespace",
     )
 }
 
@@ -237,6 +248,24 @@ def parse_credentials(options: Mapping[str, str]) -> tuple[str | None, str | Non
         missing = "secretKey" if secret_key is None else "accessKey"
         raise SparkOptionError(missing, "is required too: give accessKey and secretKey together")
     return access_key, secret_key
+
+
+def parse_namespace(options: Mapping[str, str]) -> str | None:
+    """The ``namespace`` option checked (``None`` when not given).
+
+    Raises:
+        SparkOptionError: it holds other characters than letters, digits, ``_`` and ``-``.
+    """
+    try:
+        return validate_namespace(_get(options, "namespace"))
+    except ValueError as exc:
+        raise SparkOptionError("namespace", str(exc)) from None
+
+
+def _wrap_spec(namespace: str | None, spec: OffsetSpec) -> OffsetSpec:
+    if namespace is None or isinstance(spec, str):
+        return spec
+    return {wrap_name(namespace, topic): brokers for topic, brokers in spec.items()}
 
 
 def _sub_expression(options: Mapping[str, str]) -> str:
@@ -356,12 +385,13 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         )
     extra = {k: v for k, v in lowered.items() if k not in _NAMES}
     access_key, secret_key = parse_credentials(lowered)
+    namespace = parse_namespace(lowered)
     return ReadOptions(
         namesrv=namesrv,
-        topics=topics,
+        topics=tuple(wrap_name(namespace, t) for t in topics),
         topic_pattern=pattern,
-        starting=starting,
-        ending=ending,
+        starting=_wrap_spec(namespace, starting),
+        ending=_wrap_spec(namespace, ending),
         starting_timestamp=starting_ts,
         ending_timestamp=ending_ts,
         sub_expression=_sub_expression(lowered),
@@ -373,9 +403,10 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         pull_batch_size=_int(lowered, "pullBatchSize", minimum=1, maximum=MAX_PULL_BATCH_SIZE)
         or DEFAULT_PULL_BATCH_SIZE,
         pull_timeout_ms=_int(lowered, "pullTimeoutMs", minimum=1) or DEFAULT_PULL_TIMEOUT_MS,
-        commit_to_group=group,
+        commit_to_group=None if group is None else wrap_name(namespace, group),
         access_key=access_key,
         secret_key=secret_key,
+        namespace=namespace,
         extra=extra,
     )
 
@@ -402,6 +433,8 @@ class SinkOptions:
     max_message_size: int = MAX_MESSAGE_SIZE
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
+    #: The producers' namespace: topics (option and column) are plain, the brokers store them wrapped.
+    namespace: str | None = None
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -437,4 +470,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         max_message_size=_int(lowered, "maxMessageSize", minimum=1) or MAX_MESSAGE_SIZE,
         access_key=access_key,
         secret_key=secret_key,
+        namespace=parse_namespace(lowered),
     )

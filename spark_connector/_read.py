@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Final
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import trio
 
 from rocketmq_py._client._api import RemotingApi
@@ -50,6 +51,7 @@ from rocketmq_py.protocol import (
     from_ext_fields,
     pull_request_header,
 )
+from rocketmq_py.protocol._namespace import unwrap_name
 from spark_connector._columns import (
     ReplyChunk,
     chunks_to_batch,
@@ -63,7 +65,7 @@ from spark_connector._options import ReadOptions
 from spark_connector._planning import QueueRange, RocketMQPartition
 from spark_connector._schema import ALL_COLUMNS, Projection
 
-__all__ = ["BATCH_ROWS", "PIPELINE", "READER_GROUP", "iter_partition", "pull_range"]
+__all__ = ["BATCH_ROWS", "PIPELINE", "READER_GROUP", "iter_partition", "plain_topics", "pull_range"]
 
 _Emit = Callable[[list[ReplyChunk]], Awaitable[None]]
 
@@ -275,6 +277,8 @@ async def _produce(
 
             async def emit(replies: list[ReplyChunk]) -> None:
                 batch = chunks_to_batch(r.broker_name, replies, accept, projection)
+                if options.namespace is not None:
+                    batch = plain_topics(batch, options.namespace)
                 if batch.num_rows:
                     await trio.to_thread.run_sync(put, batch)
 
@@ -287,6 +291,16 @@ async def _produce(
 
     async with connection_pool(options) as pool:
         await run(RemotingApi(pool, timeout=options.pull_timeout))
+
+
+def plain_topics(batch: pa.RecordBatch, namespace: str) -> pa.RecordBatch:
+    """``batch`` with its ``topic`` column (if projected) unwrapped from ``namespace``."""
+    index = batch.schema.get_field_index("topic")
+    if index < 0 or not batch.num_rows:
+        return batch
+    encoded = pc.dictionary_encode(batch.column(index))  # one distinct topic per queue range
+    names = pa.array([unwrap_name(namespace, t) for t in encoded.dictionary.to_pylist()], pa.string())
+    return batch.set_column(index, batch.schema.field(index), names.take(encoded.indices))
 
 
 def iter_partition(

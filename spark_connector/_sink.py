@@ -332,6 +332,7 @@ class _SinkBase:
             max_message_size=opts.max_message_size,
             access_key=opts.access_key,
             secret_key=opts.secret_key,
+            namespace=opts.namespace,
         ) as producer:
             return await send_messages(
                 producer,

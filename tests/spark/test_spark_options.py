@@ -86,6 +86,23 @@ def test_topic_pattern() -> None:
     assert o.topic_pattern == "it-.*"
 
 
+def test_namespace_wraps_the_topics_offsets_and_group() -> None:
+    o = parse_read_options(
+        {
+            "namesrv": "h:1",
+            "topic": "t1,ns1%t2",  # a name already in the namespace stays as it is
+            "startingOffsets": '{"t1": {"b": {"0": 3}}}',
+            "commitToGroup": "g",
+            "Namespace": "ns1",
+        },
+        streaming=True,
+    )
+    assert (o.namespace, o.topics, o.commit_to_group) == ("ns1", ("ns1%t1", "ns1%t2"), "ns1%g")
+    assert o.starting == {"ns1%t1": {"b": {0: 3}}}
+    plain = parse_read_options({**BASE, "namespace": " "}, streaming=False)
+    assert (plain.namespace, plain.topics) == (None, ("t1",))
+
+
 def test_options_pickle() -> None:
     o = parse_read_options({**BASE, "startingOffsets": '{"t1": {"b": {"0": 1}}}'}, streaming=False)
     assert pickle.loads(pickle.dumps(o)) == o
@@ -125,6 +142,7 @@ def test_options_pickle() -> None:
         ({**BASE, "subExpression": "||"}, False, "subExpression"),
         ({**BASE, "commitToGroup": "g"}, False, "commitToGroup"),
         ({**BASE, "commitToGroup": "bad group"}, True, "commitToGroup"),
+        ({**BASE, "namespace": "a%b"}, False, "namespace"),
     ],
 )
 def test_bad_option_names_itself(options: dict[str, str], streaming: bool, option: str) -> None:

@@ -278,3 +278,39 @@ async def test_reader_returns_only_the_schemas_columns(fakes: Fakes) -> None:
         ("broker-b", 1),
         ("broker-b", 3),
     ]
+
+
+async def test_a_namespace_reads_the_wrapped_topic_and_shows_the_plain_name(fakes: Fakes) -> None:
+    wire = f"ns1%{TOPIC}"
+    fakes.a.add_topic(wire, queues=1)
+    fakes.a.put_messages(0, [Message(wire, b"n%d" % i) for i in range(3)])
+    fakes.namesrv.set_route(
+        wire,
+        TopicRouteData(
+            queue_datas=(QueueData(broker_name="broker-a", read_queue_nums=1, write_queue_nums=1, perm=6),),
+            broker_datas=(
+                BrokerData(
+                    cluster="DefaultCluster", broker_name="broker-a", broker_addrs={0: fakes.a.address}
+                ),
+            ),
+        ),
+    )
+    options = {"namesrv": fakes.namesrv.address, "topic": TOPIC, "namespace": "ns1"}
+    table = await trio.to_thread.run_sync(read_table, options, SPARK_SCHEMA)
+    assert table["topic"].to_pylist() == [TOPIC] * 3  # the plain name, as a client of ns1 sees it
+    assert table["body"].to_pylist() == [b"n0", b"n1", b"n2"]
+    pulls = [
+        from_ext_fields(PullMessageRequestHeader, c.ext_fields)
+        for c in fakes.a.requests(RequestCode.PULL_MESSAGE)
+    ]
+    assert {p.topic for p in pulls} == {wire}
+
+    async def topic_list(request: RemotingCommand) -> RemotingCommand:
+        body = b'{"topicList":["ns1%spark-t","ns1%other","ns2%spark-t","spark-t","%RETRY%ns1%spark-g"]}'
+        return RemotingCommand.response(request, ResponseCode.SUCCESS, body=body)
+
+    fakes.namesrv.on(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, topic_list)
+    by_pattern = parse_read_options(
+        {"namesrv": fakes.namesrv.address, "topicPattern": "spark-.*", "namespace": "ns1"}, streaming=False
+    )
+    assert await resolve_topics(fakes.api, by_pattern) == [wire]  # matched on the plain names of ns1

@@ -51,6 +51,13 @@ def test_every_option_parsed_with_any_key_case() -> None:
     )
 
 
+def test_namespace() -> None:
+    opts = parse_sink_options({"namesrv": "h:1", "topic": "Orders", "namespace": "ns1"})
+    assert (opts.topic, opts.namespace) == ("Orders", "ns1")  # the producer wraps: ns1%Orders
+    with pytest.raises(SparkOptionError, match="option 'namespace': namespace 'a b' may hold only"):
+        parse_sink_options({"namesrv": "h:1", "namespace": "a b"})
+
+
 def test_namesrv_is_required() -> None:
     with pytest.raises(SparkOptionError, match="option 'namesrv': is required"):
         parse_sink_options({"topic": "T"})

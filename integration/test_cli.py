@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import re
+import time
 import uuid
 from collections.abc import Callable
 
@@ -93,6 +94,28 @@ def test_a_namespace_on_the_real_broker(cluster: Cluster, capsys: pytest.Capture
     out, err = capsys.readouterr()
     assert [line.split("body=")[1] for line in out.splitlines()] == ["in-ns"] * 4
     assert err == f"consumed 4 message(s) from {topic} as cg-{topic}; offsets persisted\n"
+
+
+def test_send_and_consume_with_trace_show_in_query_msg_trace(
+    cluster: Cluster, create_topic: Callable[..., str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--trace``: the CLI's producer and consumer write trace records, as Java's enableMsgTrace."""
+    topic = create_topic(1)
+    group = f"cg-trace-{topic}"
+    base = ["-n", cluster.namesrv_addr]
+    assert main([*base, "send", topic, "--body", "traced", "--trace"]) == EXIT_OK
+    msg_id = capsys.readouterr().out.split("msgId=")[1].split()[0]
+    assert main([*base, "consume", topic, "-g", group, "--from-beginning", "--count", "1", "--trace"]) == 0
+    capsys.readouterr()
+    wanted = [["Pub", "rocketmq-py-cli"], ["Sub", group]]
+    deadline = time.monotonic() + 60  # records are flushed in the background
+    while True:
+        output = cluster.mqadmin("queryMsgTraceById", "-i", msg_id).output
+        shown = [line.split()[:2] for line in output.splitlines()]
+        if all(row in shown for row in wanted):
+            break
+        assert time.monotonic() < deadline, f"queryMsgTraceById {msg_id} does not show {wanted}:\n{output}"
+        time.sleep(1)
 
 
 def test_send_one_then_query_it(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -187,6 +188,37 @@ async def test_a_namespace_writes_and_reads_the_wrapped_topic(
     )
     assert sorted(r.body for r in read) == sorted(stored)
     assert {r.topic for r in read} == {topic}
+
+
+async def test_enable_trace_writes_a_trace_record_per_send(
+    spark: SparkSession,
+    rocketmq_format: str,
+    cluster: Cluster,
+    create_topic: Callable[..., str],
+    pull_all: Any,
+) -> None:
+    topic = create_topic(1, prefix="spark-trace")
+    (
+        spark.createDataFrame(rows(3, "traced"), SCHEMA)
+        .coalesce(1)
+        .write.format(rocketmq_format)
+        .mode("append")
+        .option("namesrv", cluster.namesrv_addr)
+        .option("topic", topic)
+        .option("producerGroup", "it-spark-trace-pg")
+        .option("enableTrace", "true")
+        .save()
+    )
+    stored = await pull_all(topic, expect=3)
+    msg_id = stored[0].msg_id
+    with trio.fail_after(60):  # the task flushed its records before it ended; the broker indexes them
+        while True:
+            output = (
+                await trio.to_thread.run_sync(cluster.mqadmin, "queryMsgTraceById", "-i", msg_id)
+            ).output
+            if ["Pub", "it-spark-trace-pg"] in [line.split()[:2] for line in output.splitlines()]:
+                break
+            await trio.sleep(1)
 
 
 async def test_sharding_key_rows_keep_their_queue_and_order(

@@ -435,6 +435,9 @@ class SinkOptions:
     secret_key: str | None = field(default=None, repr=False)
     #: The producers' namespace: topics (option and column) are plain, the brokers store them wrapped.
     namespace: str | None = None
+    #: Write a trace record of every send (``enableTrace``), to ``trace_topic`` (``traceTopic``).
+    enable_trace: bool = False
+    trace_topic: str | None = None
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -471,4 +474,16 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         access_key=access_key,
         secret_key=secret_key,
         namespace=parse_namespace(lowered),
+        enable_trace=_bool(lowered, "enableTrace", False),
+        trace_topic=_trace_topic(lowered),
     )
+
+
+def _trace_topic(options: Mapping[str, str]) -> str | None:
+    topic = _get(options, "traceTopic")
+    if topic is not None:
+        try:
+            validate_topic(topic)
+        except InvalidMessage as exc:
+            raise SparkOptionError("traceTopic", str(exc)) from None
+    return topic

@@ -333,6 +333,8 @@ class _SinkBase:
             access_key=opts.access_key,
             secret_key=opts.secret_key,
             namespace=opts.namespace,
+            enable_trace=opts.enable_trace,
+            trace_topic=opts.trace_topic,
         ) as producer:
             return await send_messages(
                 producer,

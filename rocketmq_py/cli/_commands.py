@@ -138,6 +138,7 @@ async def run_send(command: SendCommand, out: TextIO, err: TextIO) -> int:
         send_timeout=command.common.timeout,
         request_timeout=command.common.timeout,
         namespace=command.common.namespace,
+        enable_trace=command.trace,
     )
     async with producer:
         try:

@@ -67,6 +67,7 @@ async def run_consume(command: ConsumeCommand, out: TextIO, err: TextIO) -> int:
         consume_batch_max_size=1,
         request_timeout=command.common.timeout,
         namespace=command.common.namespace,
+        enable_trace=command.trace,
     )
     consumer.subscribe(command.topic, command.tag)
 

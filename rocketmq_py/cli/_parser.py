@@ -41,6 +41,10 @@ CLI_PRODUCER_GROUP = "rocketmq-py-cli"
 #: Seconds ``topic create`` waits for the NameServer route to show the new queues.
 DEFAULT_ROUTE_WAIT = 30.0
 PROG = "rocketmq-py"
+_TRACE_HELP = (
+    "write a message trace record of each {what} to RMQ_SYS_TRACE_TOPIC, as the Java client's "
+    "enableMsgTrace (mqadmin queryMsgTraceById shows it)"
+)
 
 
 class UsageError(Exception):
@@ -94,6 +98,7 @@ class SendCommand:
     group: str = CLI_PRODUCER_GROUP
     concurrency: int = 1
     quiet: bool = False
+    trace: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +118,7 @@ class ConsumeCommand:
     count: int | None = None
     tag: str = "*"
     json: bool = False
+    trace: bool = False
 
 
 Command = RouteCommand | CreateTopicCommand | SendCommand | GroupInspectCommand | ConsumeCommand
@@ -241,6 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--concurrency", type=_positive_int, default=1, metavar="C", help="sends in flight at once"
     )
     send.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    send.add_argument("--trace", action="store_true", help=_TRACE_HELP.format(what="send"))
 
     group = commands.add_parser("group", help="inspect consumer groups")
     group_commands = group.add_subparsers(
@@ -270,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     consume.add_argument("--count", type=_positive_int, metavar="N", help="stop after N messages")
     consume.add_argument("--tag", default="*", metavar="EXPR", help="tag expression, e.g. 'TagA || TagB'")
     consume.add_argument("--json", action="store_true", help="one JSON object per message")
+    consume.add_argument("--trace", action="store_true", help=_TRACE_HELP.format(what="consumption"))
     return parser
 
 
@@ -340,6 +348,7 @@ def _command(args: argparse.Namespace, environ: Mapping[str, str]) -> Command:
             count=args.count,
             tag=args.tag,
             json=args.json,
+            trace=args.trace,
         )
     assert args.command == "send"
     body = args.body.encode() if args.body is not None else _read_body(args.body_file)
@@ -355,4 +364,5 @@ def _command(args: argparse.Namespace, environ: Mapping[str, str]) -> Command:
         group=args.group,
         concurrency=args.concurrency,
         quiet=args.quiet,
+        trace=args.trace,
     )

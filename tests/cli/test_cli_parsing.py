@@ -90,6 +90,17 @@ def test_namespace_before_or_after_the_command(argv: list[str]) -> None:
     assert parse_command(["--namespace", "", "route", "T"], ENV).common.namespace is None
 
 
+def test_trace_flag_of_send_and_consume() -> None:
+    send = parse_command(["send", "T", "--body", "b", "--trace"], ENV)
+    assert isinstance(send, SendCommand)
+    assert send.trace is True
+    consume = parse_command(["consume", "T", "-g", "g", "--trace"], ENV)
+    assert getattr(consume, "trace", None) is True
+    plain = parse_command(["send", "T", "--body", "b"], ENV)
+    assert isinstance(plain, SendCommand)
+    assert plain.trace is False
+
+
 def test_topic_create() -> None:
     assert parse_command(["topic", "create", "T", "--queues", "8"], ENV) == CreateTopicCommand(
         Common((NS,)), "T", 8

@@ -58,6 +58,16 @@ def test_namespace() -> None:
         parse_sink_options({"namesrv": "h:1", "namespace": "a b"})
 
 
+def test_trace_options() -> None:
+    assert parse_sink_options({"namesrv": "h:1"}).enable_trace is False
+    opts = parse_sink_options({"namesrv": "h:1", "EnableTrace": "true", "traceTopic": "my_trace"})
+    assert (opts.enable_trace, opts.trace_topic) == (True, "my_trace")
+    with pytest.raises(SparkOptionError, match="option 'enableTrace'"):
+        parse_sink_options({"namesrv": "h:1", "enableTrace": "yes"})
+    with pytest.raises(SparkOptionError, match="option 'traceTopic'"):
+        parse_sink_options({"namesrv": "h:1", "traceTopic": "bad topic"})
+
+
 def test_namesrv_is_required() -> None:
     with pytest.raises(SparkOptionError, match="option 'namesrv': is required"):
         parse_sink_options({"topic": "T"})

@@ -29,7 +29,7 @@ INTEGRATION_ENV = RMQ_REQUIRE_BROKER=1 PYSPARK_PYTHON=$(abspath $(BIN)/python)
 # `build-image`, since no image registry answers; elsewhere the backend pulls apache/rocketmq).
 DOCKER_TESTS ?= integration/test_cluster_smoke.py integration/test_producer.py integration/test_push_consumer.py
 
-.PHONY: demo test install jars jars-versions lint unit integration versions docker docker-image docker-tests bench down clean wheel-check docs
+.PHONY: demo test install jars jars-versions lint unit integration versions docker docker-image docker-tests down clean wheel-check docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

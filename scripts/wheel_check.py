@@ -79,6 +79,9 @@ def check_contents(dist: Path) -> None:
     if "\nProvides-Extra: spark\n" not in metadata:
         raise fail("METADATA has no spark extra")
     ok("METADATA: License-Expression: Apache-2.0, extra spark")
+    if f"{dist_info}/licenses/LICENSE" not in names or "\nLicense-File: LICENSE\n" not in metadata:
+        raise fail("the wheel does not ship the license text (.dist-info/licenses/LICENSE, License-File)")
+    ok("the license text is in .dist-info/licenses/LICENSE")
 
 
 def _check_imported_here(*modules: ModuleType) -> Path:

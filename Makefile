@@ -18,10 +18,15 @@ VERSION_TESTS ?= integration/test_producer.py integration/test_push_consumer.py 
 # a minute), which do not depend on the broker's release and take about 140 s; and the Spark reads
 # that only exercise the connector's own planning (partitioning, option checks, column pruning,
 # registration, Spark-side filters): about 15 s each, and the 5.5.0 step took 720 s with them.
+# Also left out: the two Spark data-loss reads (failOnDataLoss true / false). They need a third,
+# one-broker cluster that deletes its commit log (started beside the module's own), and the
+# decision they check is the connector's (the start offset against the broker's GET_MIN_OFFSET
+# answer, which every release gives the same way): with them the 5.5.0 step took 600 s, 95 s of
+# it the first Spark read's setup on a machine busy with both clusters.
 VERSION_SKIP ?= not paused_broker_is_routed_around and not without_a_nameserver \
 	and not partitions_follow_the_allocation_strategy and not max_records_per_partition_splits_ranges \
 	and not filters_narrow_the_read and not a_plain_registration_reads_the_same \
-	and not bad_option_is_named and not a_schema_picks_the_columns
+	and not bad_option_is_named and not a_schema_picks_the_columns and not data_loss
 INTEGRATION_ENV = RMQ_REQUIRE_BROKER=1 PYSPARK_PYTHON=$(abspath $(BIN)/python)
 
 # The docker backend (rocketmq_py.testing, ROCKETMQ_BACKEND=docker): these files once more with the
@@ -61,7 +66,7 @@ lint: install
 # EXTRA_VERSIONS, the docker backend, and the package built and installed as a wheel.
 # (--durations: the slowest tests in the log, so that CI time is easy to follow.)
 test: jars-versions lint docs
-	$(INTEGRATION_ENV) $(BIN)/pytest --durations=25
+	$(INTEGRATION_ENV) $(BIN)/pytest --durations=40
 	$(MAKE) --no-print-directory versions
 	$(MAKE) --no-print-directory docker
 	$(MAKE) --no-print-directory wheel-check

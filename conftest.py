@@ -1,4 +1,14 @@
-"""What tests/ and integration/ share: the tests that need the ``spark`` extra.
+"""What tests/ and integration/ share: asyncio tests, and the tests that need the ``spark`` extra.
+
+Asyncio tests: the suite runs in pytest-trio's trio mode (every ``async def`` test runs under trio),
+and a test marked ``@pytest.mark.anyio`` runs under anyio's pytest plugin on an asyncio event loop
+instead (:func:`anyio_backend`), as an asyncio application's own tests would run; the trio mark
+trio mode gave it is taken off (:func:`pytest_collection_modifyitems`).
+
+Skip reasons: pytest-trio turns a ``pytest.skip("why")`` inside a trio test into a bare skip (it
+raises ``pytest.skip()`` from the exception group trio wrapped it in), so the report would say
+"Skipped" at a line of pytest's own. :func:`pytest_runtest_call` raises the test's own skip (or
+xfail) instead, so that ``-ra`` names the test's line and its reason.
 
 Without the extra (pyspark, pyarrow, pandas and their numpy), a test module that imports it at its
 top, directly or through ``spark_connector`` / ``pyspark_rocketmq`` (which import pyspark), cannot
@@ -19,7 +29,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
 
@@ -71,6 +81,43 @@ class _NeedsSparkModule(pytest.Module):
     def collect(self) -> Iterable[pytest.Item | pytest.Collector]:
         require_spark_extra(self.nodeid, module_level=True)
         return super().collect()
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-trio's trio mode has marked every async test
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("anyio") is not None:
+            item.own_markers[:] = [mark for mark in item.own_markers if mark.name != "trio"]
+
+
+def _lone_outcome(error: BaseException | None, kind: type[BaseException]) -> BaseException | None:
+    """The one leaf of the exception group ``error`` if it is a ``kind``, else ``None``."""
+    leaves: list[BaseException] = []
+    queue = [error]
+    while queue:
+        found = queue.pop()
+        if isinstance(found, BaseExceptionGroup):
+            queue.extend(found.exceptions)
+        elif found is not None:
+            leaves.append(found)
+    return leaves[0] if len(leaves) == 1 and isinstance(leaves[0], kind) else None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    except (pytest.skip.Exception, pytest.xfail.Exception) as bare:
+        own = _lone_outcome(bare.__context__, type(bare)) if not bare.msg else None
+        if own is None:
+            raise
+        raise own from None
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """anyio's plugin runs the tests marked ``anyio`` on asyncio (the trio API has trio mode)."""
+    return "asyncio"
 
 
 @pytest.hookimpl(tryfirst=True)

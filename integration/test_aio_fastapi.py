@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 import httpx
+import pytest
 import uvicorn
 
 from rocketmq_py.testing import Cluster
@@ -33,7 +34,8 @@ def _example() -> ModuleType:
     return module
 
 
-def test_the_fastapi_example_sends_on_requests_and_stores_what_it_consumes(
+@pytest.mark.anyio  # an asyncio test (anyio's plugin on asyncio, ../conftest.py), as the app's own tests
+async def test_the_fastapi_example_sends_on_requests_and_stores_what_it_consumes(
     cluster: Cluster, create_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     topic = create_topic(4)
@@ -44,29 +46,24 @@ def test_the_fastapi_example_sends_on_requests_and_stores_what_it_consumes(
         database=str(tmp_path / "orders.db"),
     )
     items = [f"item-{i}" for i in range(12)]
-
-    async def main() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
-        try:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(60):
+            while not server.started:  # noqa: ASYNC110 - uvicorn sets a flag, no event
+                await asyncio.sleep(0.05)
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            sent = await asyncio.gather(*(http.post("/orders", params={"item": item}) for item in items))
+            created = [r.json() for r in sent if r.status_code == 200]
             async with asyncio.timeout(60):
-                while not server.started:  # noqa: ASYNC110 - uvicorn sets a flag, no event
-                    await asyncio.sleep(0.05)
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
-                sent = await asyncio.gather(*(http.post("/orders", params={"item": item}) for item in items))
-                created = [r.json() for r in sent if r.status_code == 200]
-                async with asyncio.timeout(60):
-                    while len(stored := (await http.get("/orders")).json()) < len(items):  # noqa: ASYNC110
-                        await asyncio.sleep(0.1)
-        finally:
-            server.should_exit = True
-            await serving
-        return created, stored
-
-    created, stored = asyncio.run(main())
+                while len(stored := (await http.get("/orders")).json()) < len(items):  # noqa: ASYNC110
+                    await asyncio.sleep(0.1)
+    finally:
+        server.should_exit = True
+        await serving
     assert len(created) == len(items)
     assert sorted(row["item"] for row in stored) == sorted(items)
     assert {row["id"] for row in stored} == {order["id"] for order in created}

@@ -7,7 +7,10 @@ Three mechanisms, so that no JVM is left behind even when the Python process die
    when the process that started it dies, even by SIGKILL. The kernel sends that signal when the
    *thread* that forked the JVM ends, so every such JVM is forked by one spawner thread that lives
    as long as the interpreter: a broker restarted from a worker thread (``trio.to_thread``, a pool)
-   used to die as soon as that thread retired, about 10 s later for trio's idle workers.
+   used to die as soon as that thread retired, about 10 s later for trio's idle workers. The signal
+   is armed in the child after the fork; a parent that dies before that moment (SIGKILLed right
+   after starting it, on a busy machine) would leave it unarmed for good, so once it is armed the
+   child checks that its parent is still the process that started it, and exits if not.
 2. ``atexit`` stops every cluster this process started (unless started ``detached``).
 3. A registry file per cluster under ``<cache>/run/`` records the owner (pid and start time) and
    the JVMs' pids. The next start of any cluster kills the JVMs of registries whose owner is gone.
@@ -36,7 +39,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from rocketmq_py.testing._distribution import cache_dir
 
@@ -117,15 +120,29 @@ def _kill_marked(pid: int, marker: str) -> bool:
     return True
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """The ``preexec_fn`` of the fallback: arm the signal, then exit if ``parent`` is gone already."""
+
+    def arm() -> None:  # pragma: no cover - runs in the child between fork and exec
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
+
+
+#: Run by ``sh`` after ``setpriv`` armed the signal: go on only if the parent that forked us
+#: (``$1``) is still our parent; a parent that died before the signal was armed has left us with
+#: another one (init or a subreaper), and no signal will ever come.
+_PARENT_CHECK: Final = '[ "$PPID" = "$1" ] || exit 1; shift; exec "$@"'
 
 
 def _tied(argv: Sequence[str]) -> tuple[list[str], Callable[[], None] | None]:
     """``argv`` and the ``preexec_fn`` that give a child the parent-death signal (Linux only).
 
-    util-linux's ``setpriv`` sets the signal and execs ``argv``, so no Python code runs in the
+    util-linux's ``setpriv`` sets the signal and execs ``argv`` through ``sh``, which checks that
+    the parent is still this process (see the module docstring), so no Python code runs in the
     forked child. A ``preexec_fn`` does, and there the other threads' thread-locals are freed and
     their finalizers run: py4j (pyspark) shuts down a thread's gateway connection that way, which
     also cut the parent's connection (the Spark driver thread lost its active session). The
@@ -135,8 +152,9 @@ def _tied(argv: Sequence[str]) -> tuple[list[str], Callable[[], None] | None]:
         return list(argv), None
     setpriv = shutil.which("setpriv")
     if setpriv is not None:
-        return [setpriv, "--pdeathsig", "KILL", "--", *argv], None
-    return list(argv), _die_with_parent
+        check = ["/bin/sh", "-c", _PARENT_CHECK, "sh", str(os.getpid())]
+        return [setpriv, "--pdeathsig", "KILL", "--", *check, *argv], None
+    return list(argv), _die_with_parent(os.getpid())
 
 
 _Spawn = tuple[Callable[[], "subprocess.Popen[bytes]"], "Future[subprocess.Popen[bytes]]"]

@@ -83,3 +83,56 @@ def test_starting_a_tool_leaves_other_threads_connections_open() -> None:
         del local.connection
         ours.close()
         peer.close()
+
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def test_a_child_whose_parent_died_before_the_signal_was_armed_exits() -> None:
+    """The parent-death signal is armed after the fork; a parent gone by then never sends it, and
+    the child (reparented) would live on: once armed, it checks its parent. Here the tied command
+    runs under another parent than the process that tied it, which is what the child sees then.
+    (test_cluster_parts.py::test_jvm_dies_with_its_parent SIGKILLs the parent right after the
+    start and failed 2 runs in 15 under load before the check: the sleeper lived its 120 s.)"""
+    from rocketmq_py.testing import _processes
+
+    command, preexec = _processes._tied(SLEEPER)
+    assert preexec is None  # setpriv is there (util-linux)
+    started = time.monotonic()
+    # A shell in between: the tied child's parent is the shell, not this process.
+    run = subprocess.run(
+        ["/bin/sh", "-c", '"$@"; echo "rc=$?"', "sh", *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.stdout.strip() == "rc=1", run.stdout + run.stderr
+    assert time.monotonic() - started < 30
+
+
+def test_the_preexec_fallback_checks_the_parent_too() -> None:
+    """Without setpriv the signal is armed by a preexec_fn, which checks the parent the same way:
+    told to expect another parent than the one it has, the child exits before it runs anything."""
+    from rocketmq_py.testing import _processes
+
+    started = time.monotonic()
+    run = subprocess.run(
+        SLEEPER, preexec_fn=_processes._die_with_parent(os.getppid()), timeout=60, check=False
+    )
+    assert run.returncode == 1
+    assert time.monotonic() - started < 30
+    ran = subprocess.run(
+        [sys.executable, "-c", "print('ran')"],
+        preexec_fn=_processes._die_with_parent(os.getpid()),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert (ran.returncode, ran.stdout.strip()) == (0, b"ran")
+
+
+def test_a_tied_child_of_a_live_parent_runs() -> None:
+    with popen_tied([sys.executable, "-c", "print('ran')"], stdout=subprocess.PIPE) as tool:
+        out, _ = tool.communicate(timeout=60)
+    assert (tool.returncode, out.strip()) == (0, b"ran")

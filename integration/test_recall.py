@@ -2,14 +2,19 @@
 
 On 5.3.2+ brokers (the default 5.3.3 and 5.5.0 of the release matrix): a recall is refused while
 the broker's ``recallMessageEnable`` is off; once on, messages recalled before their delivery time
-(ours by us, the Java client's by us, ours by the Java client) never reach the topic, while one
-sent after them arrives, and recalling it after its delivery is refused. On 4.9.7 the client
+(the Java client's by us, ours by the Java client) never reach the topic, while one sent after
+them arrives, and recalling it after its delivery is refused. (Ours recalled by us is due only
+after the test: the mqadmin run that turns recall on comes between its send and its recall.) On 4.9.7 the client
 refuses before sending anything. The Java side is ``integration/java/RecallInterop.java`` on the
 classpath of the Java tools that go with the cluster's release (``rocketmq-client`` 5.5.0 for 5.x).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -21,11 +26,14 @@ from rocketmq_py.errors import IllegalOperation, NoPermission, RecallNotSupporte
 from rocketmq_py.protocol import RecallHandle
 from rocketmq_py.protocol._versions import V5_3_2
 from rocketmq_py.testing import Cluster
-from rocketmq_py.testing._tools import run_java_program
+from rocketmq_py.testing._tools import run_java_program, start_java_program
 
 JAVA_DRIVER = Path(__file__).parent / "java" / "RecallInterop.java"
 #: Far enough out that each recall lands before it, near enough that the test can see it pass.
 DELAY_SEC = 20
+#: For the message recalled only after an mqadmin run (a JVM start, tens of seconds on a busy
+#: machine) has switched recall on: far enough out that the recall always lands first.
+LONG_DELAY_SEC = 300
 
 PullAll = Callable[..., Awaitable[list[MessageExt]]]
 
@@ -39,6 +47,29 @@ def _java(cluster: Cluster, *args: str) -> str:
     return line
 
 
+async def _java_line(proc: subprocess.Popen[bytes]) -> str:
+    """The driver's next line that says something to the test (READY, RECALLED or ERROR)."""
+    assert proc.stdout is not None
+    while True:
+        raw = await trio.to_thread.run_sync(proc.stdout.readline, abandon_on_cancel=True)
+        if not raw:
+            raise AssertionError(f"the Java driver ended (exit status {proc.poll()})")
+        line = raw.decode(errors="replace").strip()
+        if line.startswith("ERROR "):
+            raise AssertionError(line)
+        if line.startswith(("READY", "RECALLED ")):
+            return line
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            pipe.close()
+
+
 def _set_recall(cluster: Cluster, enabled: bool) -> None:
     value = "true" if enabled else "false"
     cluster.mqadmin(
@@ -46,9 +77,9 @@ def _set_recall(cluster: Cluster, enabled: bool) -> None:
     ).check()
 
 
-def _timed(topic: str, body: bytes) -> Message:
+def _timed(topic: str, body: bytes, delay: int = DELAY_SEC) -> Message:
     message = Message(topic, body)
-    message.delay_time_sec = DELAY_SEC
+    message.delay_time_sec = delay
     return message
 
 
@@ -60,7 +91,7 @@ async def test_recalled_timer_messages_are_never_delivered_both_ways_with_java(
     topic = create_topic(2)
     await trio.to_thread.run_sync(_set_recall, cluster, False)
     async with Producer("it-recall", namesrv=cluster.namesrv_addr) as producer:
-        ours = await producer.send(_timed(topic, b"ours-recalled"))
+        ours = await producer.send(_timed(topic, b"ours-recalled", LONG_DELAY_SEC))
         assert ours.recall_handle is not None
         handle = RecallHandle.parse(ours.recall_handle)
         assert (handle.topic, handle.broker_name, handle.message_id) == (
@@ -80,11 +111,23 @@ async def test_recalled_timer_messages_are_never_delivered_both_ways_with_java(
         ).split()
         assert await producer.recall(topic, java_handle) == java_id
 
-        # Ours, recalled by the Java client.
-        for_java = await producer.send(_timed(topic, b"recalled-by-java"))
-        assert for_java.recall_handle is not None
-        line = await trio.to_thread.run_sync(_java, cluster, "recall", topic, for_java.recall_handle)
-        assert line == f"RECALLED {for_java.msg_id}"
+        # Ours, recalled by the Java client: started first, so that its JVM's start (tens of
+        # seconds on a busy machine) does not use up the delivery time (CI on 5.5.0 once answered
+        # 'recall failed, timestamp invalid' when the JVM was started after the send).
+        recaller = start_java_program(
+            JAVA_DRIVER, ["recall-each", cluster.namesrv_addr, topic], version=cluster.version
+        )
+        try:
+            with trio.fail_after(120):
+                assert await _java_line(recaller) == "READY"
+                for_java = await producer.send(_timed(topic, b"recalled-by-java"))
+                assert for_java.recall_handle is not None
+                assert recaller.stdin is not None
+                recaller.stdin.write(f"{for_java.recall_handle}\n".encode())
+                recaller.stdin.flush()
+                assert await _java_line(recaller) == f"RECALLED {for_java.msg_id}"
+        finally:
+            _stop(recaller)
 
         # Sent last, so due last: once it is in the topic, the recalled ones would be too.
         kept = await producer.send(_timed(topic, b"kept"))

@@ -32,6 +32,7 @@ __all__ = [
     "run_java_bench",
     "run_java_program",
     "run_mqadmin",
+    "start_java_program",
 ]
 
 MQADMIN_MAIN_CLASS = "org.apache.rocketmq.tools.command.MQAdminStartup"
@@ -80,6 +81,26 @@ def _clean(text: str) -> str:
     return "\n".join(ln for ln in text.splitlines() if "|-INFO in " not in ln and "|-WARN in " not in ln)
 
 
+def _java_command(
+    classpath: str, main_class: str, args: Sequence[str], jvm_opts: Sequence[str], home: Path | None
+) -> tuple[tuple[str, ...], dict[str, str], Path]:
+    """The argv, environment and working directory of a Java tool run in its home (see :func:`run_java`)."""
+    home = home or cache_dir() / "tools-home"
+    write_home_conf(home)
+    env = dict(os.environ, ROCKETMQ_HOME=str(home))
+    argv = (
+        find_java(),
+        *jvm_opts,
+        f"-Duser.home={home}",
+        f"-Drocketmq.home.dir={home}",
+        "-cp",
+        classpath,
+        main_class,
+        *args,
+    )
+    return argv, env, home
+
+
 def run_java(
     classpath: str,
     main_class: str,
@@ -95,19 +116,7 @@ def run_java(
     cache): some (``mqadmin consumerStatus``) write files into their working directory, and mqadmin
     reads ACL credentials from ``conf/tools.yml`` there.
     """
-    home = home or cache_dir() / "tools-home"
-    write_home_conf(home)
-    env = dict(os.environ, ROCKETMQ_HOME=str(home))
-    argv = (
-        find_java(),
-        *jvm_opts,
-        f"-Duser.home={home}",
-        f"-Drocketmq.home.dir={home}",
-        "-cp",
-        classpath,
-        main_class,
-        *args,
-    )
+    argv, env, home = _java_command(classpath, main_class, args, jvm_opts, home)
     # Tied to this process: a tool still running when it dies (killed, or a benchmark with no end)
     # dies with it instead of spinning on alone.
     proc = popen_tied(
@@ -173,6 +182,22 @@ def run_java_bench(
     cp = resolve_bench(version)
     return run_java(
         cp.classpath, main, _with_namesrv(args, namesrv), jvm_opts=_BENCH_JVM_OPTS, timeout=timeout
+    )
+
+
+def start_java_program(
+    source: str | Path, args: Sequence[str], *, version: str = DEFAULT_VERSION
+) -> subprocess.Popen[bytes]:
+    """Start a single-file Java program as :func:`run_java_program` runs it, and leave it running.
+
+    For a program that talks with the test while it runs: its stdin and stdout (stderr merged)
+    are pipes. It is tied to this process, in a session of its own; stop it with ``killpg``.
+    """
+    argv, env, home = _java_command(
+        resolve_bench(version).classpath, str(source), args, _CLIENT_JVM_OPTS, None
+    )
+    return popen_tied(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.PIPE, env=env, cwd=home
     )
 
 

@@ -3,8 +3,11 @@
 The benchmarks write their rounds with ``--json FILE`` (``_side_by_side.write_results``): a JSON
 list of rows ::
 
-    {"benchmark": "producer", "case": "single sends", "side": "java" | "trio" | "asyncio",
+    {"benchmark": "producer", "case": "single sends", "side": "java" | "trio" | "asyncio" | ...,
      "round": 1, "rate": 11329.0, "cpu_us": 61.7}
+
+(the sides are those of :data:`SIDES`: what ``producer.py`` and ``consumer.py`` write, with
+``--sides`` ``ours`` written as ``trio`` and ``aio`` as ``asyncio``)
 
 ``rate`` in messages per second, ``cpu_us`` the client's CPU microseconds per message; other keys
 (``source``, ...) are allowed and a ``source`` is printed under the figure. This script reads every
@@ -43,6 +46,10 @@ SIDES: Final = {
     "java": ("#b0413e", "Java client / tools"),
     "trio": ("#2f6db5", "rocketmq-py (trio)"),
     "asyncio": ("#5aa469", "rocketmq-py (asyncio)"),
+    "javatrace": ("#e08a5a", "Java tools, message trace on"),
+    "trace": ("#7fa7d9", "rocketmq-py (trio), message trace on"),
+    "javapop": ("#8c564b", "Java client, POP consumer"),
+    "pop": ("#9467bd", "rocketmq-py (trio), POP consumer"),
 }
 #: The two panels: the row key plotted, and the axis label.
 PANELS: Final = (("rate", "messages per second"), ("cpu_us", "client CPU µs per message"))
@@ -156,7 +163,9 @@ def plot_benchmark(benchmark: str, rows: Sequence[Row], out: Path) -> Path:
         _bars(ax, rows, cases, sides, key)
         ax.set_ylabel(label)
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=len(sides), fontsize="small", frameon=False)
+    fig.legend(
+        handles, labels, loc="outside lower center", ncols=min(len(sides), 3), fontsize="small", frameon=False
+    )
     title = f"{benchmark}: bars are the median of the rounds, dots each round"
     sources = sorted({r.source for r in rows if r.source})
     if sources:

@@ -104,3 +104,13 @@ def test_a_bad_row_is_refused_naming_the_file(tmp_path: Path, plot: Any) -> None
     with pytest.raises(plot.ResultError, match="side 'go' is not one of java, trio, asyncio"):
         plot.plot_all(tmp_path, tmp_path / "img")
     assert not (tmp_path / "img").exists()
+
+
+def test_the_repositorys_own_results_plot(tmp_path: Path) -> None:
+    """Every file in benchmarks/results/ is read and plotted: each side a benchmark writes is known
+    (the POP and trace result files of issue 15 stopped the script: side 'pop' was refused)."""
+    run = subprocess.run(
+        [sys.executable, str(PLOT), "--out", str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert sorted(p.name for p in tmp_path.glob("*.svg")) == ["bench-consumer.svg", "bench-producer.svg"]

@@ -20,7 +20,7 @@ import trio
 
 from rocketmq_py import Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.consumer._listener import ConsumeStatus
-from rocketmq_py.protocol._versions import V5_0_0
+from rocketmq_py.protocol._versions import V5_0_0, V5_1_3
 from rocketmq_py.testing import Cluster
 from rocketmq_py.testing._report_process import ReportingProcess
 from rocketmq_py.testing._tools import run_java_program
@@ -168,21 +168,27 @@ async def test_a_hanging_consumer_does_not_pin_its_queues(
 
 
 async def test_failed_messages_come_back_and_nothing_is_lost(
-    cluster: Cluster, create_topic: Callable[..., str]
+    cluster: Cluster, broker_version: int, create_topic: Callable[..., str]
 ) -> None:
     topic = create_topic(1)
     group = pop_group(cluster, topic)
     log: list[tuple[str, bytes, int]] = []
     listener = Recording(log, "flaky")
     listener.fail_first = True
-    async with consumer(cluster, group, topic, listener):
+    async with consumer(cluster, group, topic, listener) as member:
         bodies = await produce(cluster, topic, 20)
         with trio.fail_after(120):  # first retry after 10 s (CHANGE_MESSAGE_INVISIBLETIME)
             await wait_until(lambda: {b for _, b, r in log if r > 0} >= bodies)
         await trio.sleep(15)  # acknowledged ones stay acknowledged: no third delivery
+        assert member._pop is not None
+        assert member._pop._acker is not None
+        batch_requests = member._pop._acker.batch_requests
     deliveries = Counter(b for _, b, _ in log)
     assert set(deliveries) == bodies
     assert max(deliveries.values()) == 2, deliveries
+    # The second deliveries came from the group's POP retry topic and were acknowledged with
+    # BATCH_ACK_MESSAGE (5.1.3+), which names the original topic and the checkpoint's retry mark.
+    assert (batch_requests >= 1) is (broker_version >= V5_1_3)
 
 
 async def test_a_mixed_group_with_the_java_pop_consumer_shares_the_queues(

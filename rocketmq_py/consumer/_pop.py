@@ -9,7 +9,9 @@ members may pop the same queue at once (the broker's ``popShareQueueNum``), so a
 more members than queues. The messages are consumed by at most ``consume_concurrency`` listener
 calls at once (batches of ``consume_batch_max_size``), then:
 
-- success: each message is acknowledged (ACK_MESSAGE);
+- success: the messages are acknowledged: BATCH_ACK_MESSAGE to 5.1.3+ brokers, the acks of
+  listener calls that finish while one is on the wire coalesced into the next, else ACK_MESSAGE
+  per message (:mod:`rocketmq_py.consumer._pop_acks`);
 - failure (RECONSUME_LATER, an exception, ``consume_timeout``): each message becomes visible
   again after the delay of its reconsume count (CHANGE_MESSAGE_INVISIBLETIME; Java's
   ``popDelayLevel``: 10 s, 30 s, 1 min, 2 min, ..., 2 h); once it has been consumed
@@ -49,11 +51,11 @@ from rocketmq_py.consumer._flow import (
 )
 from rocketmq_py.consumer._group_client import refresh_quietly
 from rocketmq_py.consumer._listener import ConsumeStatus, Listener, concurrent_status
+from rocketmq_py.consumer._pop_acks import ACK_TIMEOUT, PopAcker, checkpoint_of
 from rocketmq_py.consumer._pull_result import pull_error_delay_ms
 from rocketmq_py.consumer._statistics import PopQueueStatistics
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import (
-    AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
     ConsumeFromWhere,
     MessageExt,
@@ -64,7 +66,6 @@ from rocketmq_py.protocol import (
     PopMessageRequestHeader,
     PopMessageResponseHeader,
     PopProcessQueueInfo,
-    PropertyKey,
     QueryAssignmentRequestBody,
     QueryAssignmentResponseBody,
     RequestCode,
@@ -106,8 +107,6 @@ POP_FLOW_CONTROL_DELAY_MS: Final = 50
 POP_DELAY_LEVELS_S: Final = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
 #: Seconds for QUERY_ASSIGNMENT (Java ``QUERY_ASSIGNMENT_TIMEOUT``, 3000 ms).
 QUERY_ASSIGNMENT_TIMEOUT: Final = 3.0
-#: Seconds for ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (Java ``ASYNC_TIMEOUT``, 3000 ms).
-ACK_TIMEOUT: Final = 3.0
 
 
 _POP_OK: Final = (
@@ -170,11 +169,14 @@ class PopService:
         self._pull_topics: set[str] = set()  # topics whose assignment said PULL (logged once)
         self._calls = 0  # batches handed over and not settled (acked or re-timed) yet
         self._no_calls = trio.Event()
+        self._acker: PopAcker | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the pop loops and listener calls until cancelled."""
+        consumer = self._consumer
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            self._acker = PopAcker(consumer.instance, consumer.group, self._wire_topic, nursery)
             task_status.started()
             await trio.sleep_forever()
 
@@ -404,9 +406,9 @@ class PopService:
                 await self._retry_later(queue, msgs)
 
     async def _ack_all(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
-        for msg in msgs:
-            await self._ack(msg)
-            queue.waiting_ack -= 1
+        assert self._acker is not None
+        await self._acker.ack(msgs)
+        queue.waiting_ack -= len(msgs)
 
     async def _retry_later(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
         consumer = self._consumer
@@ -419,7 +421,8 @@ class PopService:
             )
             if delay is None:
                 log.warning("%s: %s was consumed too many times: acknowledged", consumer.group, msg)
-                await self._ack(msg)
+                assert self._acker is not None
+                await self._acker.ack([msg])
             else:
                 await self._change_invisible_time(msg, delay * 1000)
             queue.waiting_ack -= 1
@@ -428,32 +431,8 @@ class PopService:
         """``msg``'s topic as the brokers know it (the listener call took the namespace off)."""
         return wrap_name(self._consumer.namespace, msg.topic)
 
-    def _checkpoint(self, msg: MessageExt) -> tuple[str, PopCheckpoint] | None:
-        text = msg.properties.get(PropertyKey.POP_CK)
-        try:
-            return (text, PopCheckpoint.parse(text)) if text else None
-        except ValueError:
-            return None
-
-    async def _ack(self, msg: MessageExt) -> None:
-        """ACK_MESSAGE for ``msg``; a failure is logged (the message reappears after its invisible time)."""
-        found = self._checkpoint(msg)
-        if found is None:
-            log.warning("%s: %s has no POP checkpoint to acknowledge", self._consumer.group, msg)
-            return
-        text, ck = found
-        header = AckMessageRequestHeader(
-            consumer_group=self._consumer.group,
-            topic=ck.stored_topic(self._wire_topic(msg), self._consumer.group),
-            queue_id=ck.queue_id,
-            extra_info=text,
-            offset=ck.queue_offset,
-            broker_name=ck.broker_name,
-        )
-        await self._send(msg, ck, RequestCode.ACK_MESSAGE, header)
-
     async def _change_invisible_time(self, msg: MessageExt, invisible_ms: int) -> None:
-        found = self._checkpoint(msg)
+        found = checkpoint_of(msg)
         if found is None:
             return
         text, ck = found
@@ -473,7 +452,7 @@ class PopService:
         msg: MessageExt,
         ck: PopCheckpoint,
         code: int,
-        header: AckMessageRequestHeader | ChangeInvisibleTimeRequestHeader,
+        header: ChangeInvisibleTimeRequestHeader,
     ) -> None:
         instance = self._consumer.instance
         try:

@@ -25,6 +25,7 @@ from rocketmq_py.protocol._batch import (
     iter_batch,
     validate_batch,
 )
+from rocketmq_py.protocol._batch_ack import BatchAck, batch_acks, decode_batch_ack_body, encode_batch_ack_body
 from rocketmq_py.protocol._bodies import (
     SUB_ALL,
     BrokerData,
@@ -245,6 +246,7 @@ __all__ = [
     "SYSTEM_PROPERTY_KEYS",
     "TRANSIENT_PREFIX",
     "AckMessageRequestHeader",
+    "BatchAck",
     "BrokerData",
     "ChangeInvisibleTimeRequestHeader",
     "ChangeInvisibleTimeResponseHeader",
@@ -334,6 +336,7 @@ __all__ = [
     "UpdateAndCreateTopicRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
     "ViewMessageRequestHeader",
+    "batch_acks",
     "build_offset_info",
     "build_subscription_data",
     "check_properties_size",
@@ -341,6 +344,7 @@ __all__ = [
     "compression_type_of",
     "create_reply",
     "decode_batch",
+    "decode_batch_ack_body",
     "decode_body",
     "decode_command",
     "decode_messages",
@@ -353,6 +357,7 @@ __all__ = [
     "dlq_topic",
     "dump_fastjson",
     "encode_batch",
+    "encode_batch_ack_body",
     "encode_body",
     "encode_offset_msg_id",
     "encode_properties",

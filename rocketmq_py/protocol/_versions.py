@@ -19,6 +19,8 @@ What changes with the release, and which client code asks:
   timestamp (``BoundaryType.LOWER``; the request field exists from 5.1.4, LOWER is the default).
   Older brokers return the message *nearest* to the timestamp, which may be the one before it,
   or any of several sharing the timestamp.
+* :data:`V5_1_3`: BATCH_ACK_MESSAGE acknowledges many popped messages in one request. Older
+  brokers answer REQUEST_CODE_NOT_SUPPORTED; a POP consumer sends them ACK_MESSAGE per message.
 * :data:`V5_3_2`: RECALL_MESSAGE takes a timer message back before its delivery time (the send's
   reply carries a recall handle). Older brokers answer REQUEST_CODE_NOT_SUPPORTED.
 """
@@ -32,11 +34,13 @@ __all__ = [
     "V4_9_7",
     "V5_0_0",
     "V5_1_1",
+    "V5_1_3",
     "V5_3_2",
     "V5_3_3",
     "V5_5_0",
     "release_name",
     "release_ordinal",
+    "supports_batch_ack",
     "supports_boundary_search",
     "supports_recall",
     "supports_timer_messages",
@@ -76,6 +80,8 @@ V4_9_7: Final = release_ordinal("4.9.7")
 V5_0_0: Final = release_ordinal("5.0.0")
 #: ``MQVersion.Version.V5_1_1``: the first release whose timestamp search honours the boundary.
 V5_1_1: Final = release_ordinal("5.1.1")
+#: ``MQVersion.Version.V5_1_3``: the first release that takes BATCH_ACK_MESSAGE.
+V5_1_3: Final = release_ordinal("5.1.3")
 #: ``MQVersion.Version.V5_3_2``: the first release that recalls timer messages (RECALL_MESSAGE).
 V5_3_2: Final = release_ordinal("5.3.2")
 #: ``MQVersion.Version.V5_3_3``: the release our client announces (``DEFAULT_VERSION``).
@@ -92,6 +98,11 @@ def supports_timer_messages(ordinal: int) -> bool:
 def supports_boundary_search(ordinal: int) -> bool:
     """Whether SEARCH_OFFSET_BY_TIMESTAMP returns the first message at or after the time (5.1.1+)."""
     return ordinal >= V5_1_1
+
+
+def supports_batch_ack(ordinal: int) -> bool:
+    """Whether a server of this version takes BATCH_ACK_MESSAGE (5.1.3 and later)."""
+    return ordinal >= V5_1_3
 
 
 def supports_recall(ordinal: int) -> bool:

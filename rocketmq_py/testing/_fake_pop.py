@@ -1,4 +1,5 @@
-"""A FakeBroker's POP consumption: QUERY_ASSIGNMENT, POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME.
+"""A FakeBroker's POP consumption: QUERY_ASSIGNMENT, POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE and
+CHANGE_MESSAGE_INVISIBLETIME.
 
 Enough of the broker's POP mode for service tests, on the messages of the fake's
 :class:`~rocketmq_py.testing._fake_store.FakeStore`:
@@ -12,7 +13,10 @@ Enough of the broker's POP mode for service tests, on the messages of the fake's
   message or a hidden one to reappear, for at most ``pollTime`` ms, then answers
   PULL_NOT_FOUND. The real broker moves a message that reappears to a POP retry topic; the fake
   hands it out again from its queue (checkpoint ``retry`` field 0);
-- ACK_MESSAGE marks the message done (every ack is recorded in :attr:`FakePop.acks`);
+- ACK_MESSAGE marks the message done; so does each message a BATCH_ACK_MESSAGE entry marks
+  (answered REQUEST_CODE_NOT_SUPPORTED, as a broker before 5.1.3 does, when the fake's
+  ``version`` is older). :attr:`FakePop.acks` records every message acknowledged either way, as
+  the ACK_MESSAGE header that would name it; :attr:`FakePop.batch_acks` the batch requests;
 - CHANGE_MESSAGE_INVISIBLETIME hides it for the new time from now (recorded in
   :attr:`FakePop.changes`).
 """
@@ -28,6 +32,7 @@ from typing import TYPE_CHECKING, TypeVar
 import trio
 
 from rocketmq_py.errors import MalformedHeader, broker_error_for
+from rocketmq_py.protocol._batch_ack import BatchAck, decode_batch_ack_body
 from rocketmq_py.protocol._bodies import MessageQueue
 from rocketmq_py.protocol._codes import RequestCode, ResponseCode
 from rocketmq_py.protocol._command import RemotingCommand
@@ -47,6 +52,7 @@ from rocketmq_py.protocol._pop import (
     build_offset_info,
 )
 from rocketmq_py.protocol._stored import encode_stored_message
+from rocketmq_py.protocol._versions import supports_batch_ack
 
 if TYPE_CHECKING:
     from rocketmq_py.testing._fake_broker import BrokerHandler
@@ -86,18 +92,22 @@ class FakePop:
         self._store = store
         #: (topic, group) -> mode QUERY_ASSIGNMENT reports (default POP).
         self.modes: dict[tuple[str, str], MessageRequestMode] = {}
-        #: Every ACK_MESSAGE header received, in order.
+        #: Every message acknowledged, in order: the ACK_MESSAGE header received, or the one that
+        #: would name a message a BATCH_ACK_MESSAGE entry marks.
         self.acks: list[AckMessageRequestHeader] = []
+        #: The entries of every BATCH_ACK_MESSAGE received, one list per request.
+        self.batch_acks: list[list[BatchAck]] = []
         #: Every CHANGE_MESSAGE_INVISIBLETIME header received, in order.
         self.changes: list[ChangeInvisibleTimeRequestHeader] = []
         self._queues: dict[tuple[str, str, int], _GroupQueue] = {}
         self._changed = trio.Event()
 
     def install(self, handlers: MutableMapping[int, BrokerHandler]) -> None:
-        """Register the four handlers."""
+        """Register the five handlers."""
         handlers[RequestCode.QUERY_ASSIGNMENT] = self.query_assignment
         handlers[RequestCode.POP_MESSAGE] = self.pop_message
         handlers[RequestCode.ACK_MESSAGE] = self.ack_message
+        handlers[RequestCode.BATCH_ACK_MESSAGE] = self.batch_ack_message
         handlers[RequestCode.CHANGE_MESSAGE_INVISIBLETIME] = self.change_invisible_time
 
     def acked(self, group: str, topic: str, queue_id: int) -> list[int]:
@@ -201,6 +211,37 @@ class FakePop:
         header = _parse(AckMessageRequestHeader, request)
         self.acks.append(header)
         self._popped(header.consumer_group, header.topic, header.extra_info).acked = True
+        return RemotingCommand.response(request, ResponseCode.SUCCESS, None)
+
+    async def batch_ack_message(self, request: RemotingCommand) -> RemotingCommand | None:
+        if not supports_batch_ack(self._store._broker.version):
+            return RemotingCommand.response(
+                request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request type {request.code} not supported"
+            )
+        broker_name, entries = decode_batch_ack_body(request.body)
+        self.batch_acks.append(entries)
+        for entry in entries:
+            for offset in entry.offsets:
+                ck = PopCheckpoint(
+                    entry.start_offset,
+                    entry.pop_time,
+                    entry.invisible_time,
+                    entry.revive_queue_id,
+                    entry.retry,
+                    broker_name,
+                    entry.queue_id,
+                    offset,
+                )
+                header = AckMessageRequestHeader(
+                    consumer_group=entry.consumer_group,
+                    topic=ck.stored_topic(entry.topic, entry.consumer_group),
+                    queue_id=entry.queue_id,
+                    extra_info=ck.encode(),
+                    offset=offset,
+                    broker_name=broker_name,
+                )
+                self.acks.append(header)
+                self._popped(header.consumer_group, header.topic, header.extra_info).acked = True
         return RemotingCommand.response(request, ResponseCode.SUCCESS, None)
 
     async def change_invisible_time(self, request: RemotingCommand) -> RemotingCommand | None:

@@ -97,6 +97,9 @@ async def test_pop_consumes_and_acks_every_message(
     async with make(broker, listener) as consumer:
         await wait_until(lambda: len(broker.pop.acks) == 10)
         assert consumer._pop is not None
+        pop = consumer._pop
+        # (the broker records an ack before its answer reaches the consumer)
+        await wait_until(lambda: all(q.waiting_ack == 0 for q in pop.queues.values()))
         popped = sorted(consumer._pop.queues)
         assert [(mq.topic, mq.queue_id) for mq in popped] == [(TOPIC, 0), (TOPIC, 1)]
         assert set(consumer.owned_queues()) == {*popped, *consumer._queues}  # + the pulled retry topic

@@ -11,9 +11,16 @@ EXTRA_VERSIONS ?= 4.9.7 5.5.0
 # What runs on each extra release: the files whose behaviour depends on the broker (send, timer
 # and delay messages, transactions, push and lite pull, timestamp positioning, raw remoting, Spark
 # read, recall, assign filters, request-reply). The launcher-, CLI-, ACL/TLS- and fault-specific files run on the default release only.
-VERSION_TESTS ?= integration/test_producer.py integration/test_push_consumer.py \
+# On 5.x releases the 5.x-only features run too (POP consumption, message trace with the Java client).
+# test_producer.py comes last: once a transaction has ended on a 5.5.0 broker, the broker's
+# TransactionalOpBatchService thread spins on a core for as long as the broker runs
+# (apache/rocketmq#10966), and everything after it ran on a machine with no core left (the 5.5.0
+# step took 450 s with the file first, its first Spark read 62 s instead of 16 s).
+VERSION_TESTS ?= integration/test_push_consumer.py \
 	integration/test_lite_pull_consumer.py integration/test_remoting_raw.py integration/test_spark_read.py \
 	integration/test_recall.py integration/test_lite_pull_assign_filter.py integration/test_request_reply.py
+VERSION_TESTS_5X ?= integration/test_pop.py integration/test_trace.py
+VERSION_TESTS_LAST ?= integration/test_producer.py
 # Left out there: the producer's client-side fault tests (a paused broker, the NameServer down for
 # a minute), which do not depend on the broker's release and take about 140 s; and the Spark reads
 # that only exercise the connector's own planning (partitioning, option checks, column pruning,
@@ -71,13 +78,16 @@ test: jars-versions lint docs
 	$(MAKE) --no-print-directory docker
 	$(MAKE) --no-print-directory wheel-check
 
-# VERSION_TESTS on each of EXTRA_VERSIONS, one cluster per release (`make versions EXTRA_VERSIONS=4.9.7`).
+# VERSION_TESTS (and on 5.x VERSION_TESTS_5X), then VERSION_TESTS_LAST, on each of EXTRA_VERSIONS, one
+# cluster per release (`make versions EXTRA_VERSIONS=4.9.7`).
 # An external cluster (ROCKETMQ_NAMESRV) has one release, not ours to pick: the loop is skipped.
 versions: jars-versions
 	@if [ -n "$$ROCKETMQ_NAMESRV" ]; then echo "ROCKETMQ_NAMESRV is set: no broker-release matrix"; exit 0; fi; \
 	for v in $(EXTRA_VERSIONS); do \
 		echo "== integration tests on RocketMQ $$v"; \
-		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest --durations=10 $(VERSION_TESTS) -k "$(VERSION_SKIP)" || exit 1; \
+		case $$v in 5.*) only5="$(VERSION_TESTS_5X)";; *) only5="";; esac; \
+		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest --durations=10 $(VERSION_TESTS) $$only5 \
+			$(VERSION_TESTS_LAST) -k "$(VERSION_SKIP)" || exit 1; \
 	done
 
 # DOCKER_TESTS through the docker backend when a Docker engine answers; CI (which starts one) fails

@@ -46,6 +46,8 @@ SIDES: Final = {
     "java": ("#b0413e", "Java client / tools"),
     "trio": ("#2f6db5", "rocketmq-py (trio)"),
     "asyncio": ("#5aa469", "rocketmq-py (asyncio)"),
+    "portal": ("#b5cf6b", "asyncio over a trio thread (portal)"),
+    "threads": ("#8c8c8c", "asyncio.to_thread over the blocking facade"),
     "javatrace": ("#e08a5a", "Java tools, message trace on"),
     "trace": ("#7fa7d9", "rocketmq-py (trio), message trace on"),
     "javapop": ("#8c564b", "Java client, POP consumer"),

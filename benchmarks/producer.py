@@ -35,9 +35,11 @@ import os
 import re
 import statistics
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 from _side_by_side import Line, Watched, median, ratio_line, write_results
@@ -47,6 +49,8 @@ from rocketmq_py.testing import Cluster, resolve_bench, start_cluster
 from rocketmq_py.testing._distribution import find_java, write_home_conf
 from rocketmq_py.testing._tools import _BENCH_JVM_OPTS, BENCH_MAIN_CLASSES, cache_dir
 
+#: How the child runs each of our sides (``trace`` is the trio API with ``--trace``).
+API = {"ours": "trio", "trace": "trio", "aio": "asyncio", "portal": "portal", "threads": "threads"}
 JAVA_WINDOW_REPORTS = 10  # the Java tools' TPS is a moving window over their last 10 reports
 
 
@@ -119,8 +123,110 @@ async def send_loop(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
+class PortalProducer:
+    """The other asyncio design issue 14 weighed: the trio client in a thread of its own (a portal).
+
+    Each ``send`` puts the trio call on the trio thread (``TrioToken.run_sync_soon`` starts it in a
+    nursery there) and its asyncio caller waits on a future that the trio side resolves with
+    ``loop.call_soon_threadsafe``: two thread wake-ups per call, nothing else. Benchmark-only, to
+    compare with trio's guest mode (``rocketmq_py.aio``) by measurement.
+    """
+
+    def __init__(self, namesrv: str) -> None:
+        self._namesrv = namesrv
+        self._thread: threading.Thread | None = None
+
+    async def __aenter__(self) -> PortalProducer:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+
+        async def main() -> None:
+            async with Producer("bench-py-producer", namesrv=self._namesrv) as producer:
+                self._producer = producer
+                self._closed = trio.Event()
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    self._token = trio.lowlevel.current_trio_token()
+                    loop.call_soon_threadsafe(ready.set_result, None)
+                    await self._closed.wait()
+                    nursery.cancel_scope.cancel()
+
+        self._thread = threading.Thread(target=trio.run, args=(main,), daemon=True)
+        self._thread.start()
+        await ready
+        self._loop = loop
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._token.run_sync_soon(self._closed.set)
+        assert self._thread is not None
+        await asyncio.to_thread(self._thread.join)
+
+    def _call(self, fn: Any, *args: Any) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = self._loop.create_future()
+        loop = self._loop
+
+        def done(result: Any, error: BaseException | None) -> None:
+            if not future.done():
+                if error is None:
+                    future.set_result(result)
+                else:
+                    future.set_exception(error)
+
+        async def run() -> None:
+            try:
+                result = await fn(*args)
+            except Exception as error:
+                loop.call_soon_threadsafe(done, None, error)
+            else:
+                loop.call_soon_threadsafe(done, result, None)
+
+        self._token.run_sync_soon(self._nursery.start_soon, run)
+        return future
+
+    async def send(self, message: Message) -> Any:
+        return await self._call(self._producer.send, message)
+
+    async def send_batch(self, messages: list[Message]) -> Any:
+        return await self._call(self._producer.send_batch, messages)
+
+
+class ThreadedProducer:
+    """What asyncio users had before ``rocketmq_py.aio``: the blocking facade in worker threads.
+
+    ``await asyncio.to_thread(producer.send, message)`` on an executor with a thread per send in
+    flight. Benchmark-only.
+    """
+
+    def __init__(self, namesrv: str, threads: int) -> None:
+        from rocketmq_py import sync
+
+        self._producer = sync.Producer("bench-py-producer", namesrv=namesrv)
+        self._threads = threads
+
+    async def __aenter__(self) -> ThreadedProducer:
+        from concurrent.futures import ThreadPoolExecutor
+
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(self._threads))
+        await asyncio.to_thread(self._producer.__enter__)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self._producer.close)
+
+    async def send(self, message: Message) -> Any:
+        return await asyncio.to_thread(self._producer.send, message)
+
+    async def send_batch(self, messages: list[Message]) -> Any:
+        return await asyncio.to_thread(self._producer.send_batch, messages)
+
+
 async def aio_send_loop(args: argparse.Namespace) -> dict[str, float]:
-    """The same loop on asyncio: :mod:`rocketmq_py.aio` with asyncio tasks (the asyncio column)."""
+    """The same loop on asyncio: :mod:`rocketmq_py.aio` with asyncio tasks (the asyncio column).
+
+    ``--api portal`` and ``--api threads`` run it over :class:`PortalProducer` and
+    :class:`ThreadedProducer` instead (the designs the asyncio API was chosen against).
+    """
     from rocketmq_py import aio
 
     latencies: list[float] = []
@@ -130,7 +236,14 @@ async def aio_send_loop(args: argparse.Namespace) -> dict[str, float]:
     body = b"x" * args.size
     topic = args.topic
     loop = asyncio.get_running_loop()
-    async with aio.Producer("bench-py-producer", namesrv=args.namesrv, enable_trace=args.trace) as producer:
+    client: Any
+    if args.api == "portal":
+        client = PortalProducer(args.namesrv)
+    elif args.api == "threads":
+        client = ThreadedProducer(args.namesrv, args.in_flight)
+    else:
+        client = aio.Producer("bench-py-producer", namesrv=args.namesrv, enable_trace=args.trace)
+    async with client as producer:
         await producer.send(Message(topic, body))  # route and connections
         window_start = loop.time() + args.warmup
         deadline = window_start + args.seconds
@@ -182,10 +295,10 @@ def child_main(argv: list[str]) -> int:
         parser.add_argument(f"--{name}", type=float, required=True)
     for name in ("in-flight", "size", "batch"):
         parser.add_argument(f"--{name}", type=int, required=True)
-    parser.add_argument("--api", choices=["trio", "asyncio"], default="trio")
+    parser.add_argument("--api", choices=["trio", "asyncio", "portal", "threads"], default="trio")
     parser.add_argument("--trace", action="store_true", help="enable_trace=True (message trace records)")
     args = parser.parse_args(argv)
-    result = asyncio.run(aio_send_loop(args)) if args.api == "asyncio" else trio.run(send_loop, args)
+    result = trio.run(send_loop, args) if args.api == "trio" else asyncio.run(aio_send_loop(args))
     print("result " + json.dumps(result), flush=True)
     return 0
 
@@ -319,7 +432,7 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                 if side in ("java", "javatrace"):
                     figures = run_java(cluster, topic, args, batch, trace=side == "javatrace")
                 else:
-                    api = "asyncio" if side == "aio" else "trio"
+                    api = API.get(side, "trio")
                     figures = run_ours(cluster, topic, args, batch, api, trace=side == "trace")
                 results[mode][side].append(figures)
                 rows.append(
@@ -383,6 +496,15 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
         if java and ours:
             print("  " + ratio_line("throughput", [f.tps for f in ours], [f.tps for f in java]))
             print("  " + ratio_line("CPU per message", [f.cpu_us for f in ours], [f.cpu_us for f in java]))
+        for other, label in (("portal", "portal thread/trio"), ("threads", "to_thread/trio")):
+            if (others := by_side.get(other)) and ours:
+                print("  " + ratio_line("throughput", [f.tps for f in others], [f.tps for f in ours], label))
+                print(
+                    "  "
+                    + ratio_line(
+                        "CPU per message", [f.cpu_us for f in others], [f.cpu_us for f in ours], label
+                    )
+                )
         if aio and ours:
             print(
                 "  " + ratio_line("throughput", [f.tps for f in aio], [f.tps for f in ours], "asyncio/trio")
@@ -411,7 +533,9 @@ def main() -> int:
         "--sides",
         default="java,ours,aio",
         help="comma-separated, in round order: java, ours (the trio API), aio (rocketmq_py.aio on asyncio), "
-        "trace (the trio API with enable_trace=True), javatrace (the Java tool with -m true: its trace)",
+        "trace (the trio API with enable_trace=True), javatrace (the Java tool with -m true: its trace), "
+        "portal (asyncio over the trio client in a thread of its own), threads (asyncio.to_thread over "
+        "the blocking facade)",
     )
     args = parser.parse_args()
     if os.environ.get("ROCKETMQ_NAMESRV"):

@@ -465,7 +465,7 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                     ),
                 )
             )
-        java, ours, aio = by_side.get("java"), by_side.get("ours"), by_side.get("aio")
+        java, ours = by_side.get("java"), by_side.get("ours")
         traced, java_traced = by_side.get("trace"), by_side.get("javatrace")
         if java_traced and java:
             print(
@@ -496,7 +496,11 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
         if java and ours:
             print("  " + ratio_line("throughput", [f.tps for f in ours], [f.tps for f in java]))
             print("  " + ratio_line("CPU per message", [f.cpu_us for f in ours], [f.cpu_us for f in java]))
-        for other, label in (("portal", "portal thread/trio"), ("threads", "to_thread/trio")):
+        for other, label in (
+            ("aio", "asyncio/trio"),
+            ("portal", "portal thread/trio"),
+            ("threads", "to_thread/trio"),
+        ):
             if (others := by_side.get(other)) and ours:
                 print("  " + ratio_line("throughput", [f.tps for f in others], [f.tps for f in ours], label))
                 print(
@@ -505,16 +509,6 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                         "CPU per message", [f.cpu_us for f in others], [f.cpu_us for f in ours], label
                     )
                 )
-        if aio and ours:
-            print(
-                "  " + ratio_line("throughput", [f.tps for f in aio], [f.tps for f in ours], "asyncio/trio")
-            )
-            print(
-                "  "
-                + ratio_line(
-                    "CPU per message", [f.cpu_us for f in aio], [f.cpu_us for f in ours], "asyncio/trio"
-                )
-            )
 
 
 def main() -> int:

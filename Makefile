@@ -41,7 +41,13 @@ INTEGRATION_ENV = RMQ_REQUIRE_BROKER=1 PYSPARK_PYTHON=$(abspath $(BIN)/python)
 # `build-image`, since no image registry answers; elsewhere the backend pulls apache/rocketmq).
 DOCKER_TESTS ?= integration/test_cluster_smoke.py integration/test_producer.py integration/test_push_consumer.py
 
-.PHONY: demo test install jars jars-versions lint unit integration versions docker docker-image docker-tests down clean wheel-check docs
+.PHONY: demo test prereqs install jars jars-versions lint unit integration versions docker docker-image docker-tests down clean wheel-check docs
+
+# What the machine needs (README, "Prerequisites"), checked first by `make demo` and `make test`: a
+# missing tool is named at once instead of failing a step 20 minutes in (scripts/prereqs.sh).
+PREREQS_FOR ?= test
+prereqs:
+	@PYTHON=$(PYTHON) sh scripts/prereqs.sh $(PREREQS_FOR)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,7 +66,8 @@ jars-versions: jars
 
 # Start a local two-broker cluster, produce 10,000 messages, consume them with a group of three,
 # read the topic with Spark, stop.
-demo: jars
+demo: PREREQS_FOR = demo
+demo: prereqs jars
 	$(BIN)/python examples/demo.py
 
 lint: install
@@ -72,7 +79,7 @@ lint: install
 # against a real cluster (5.3.3), then the broker-dependent integration files on each of
 # EXTRA_VERSIONS, the docker backend, and the package built and installed as a wheel.
 # (--durations: the slowest tests in the log, so that CI time is easy to follow.)
-test: jars-versions lint docs
+test: prereqs jars-versions lint docs
 	$(INTEGRATION_ENV) $(BIN)/pytest --durations=40
 	$(MAKE) --no-print-directory versions
 	$(MAKE) --no-print-directory docker
@@ -97,9 +104,10 @@ docker: jars
 	elif [ -n "$$CI" ]; then echo "CI: no Docker engine answers; the docker-backend tests need one"; exit 1; \
 	else echo "== no Docker engine answers here: docker-backend tests skipped (CI runs them)"; fi
 
-# The local image (once per machine: the recipe's hash is a label; a current image is reused).
+# The image: apache/rocketmq where a registry answers, else the local one (built once per machine
+# with debootstrap, as root: the recipe's hash is a label; a current image is reused).
 docker-image: jars
-	$(BIN)/python -m rocketmq_py.testing build-image
+	$(BIN)/python -m rocketmq_py.testing build-image --if-needed
 
 docker-tests: docker-image
 	@echo "== integration tests through the docker backend"

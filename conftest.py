@@ -19,6 +19,11 @@ a cluster that cannot start the same way). A test that needs Spark only at run t
 an import inside the test, the ``spark`` session) asks for the :func:`spark_extra` fixture, which
 skips or fails the same way.
 
+A failed test's leftovers (an unclosed socket, say) are collected in its own teardown
+(:func:`pytest_runtest_teardown`): pytest keeps the failure in ``sys.last_value`` until the next test,
+and the frames it holds would otherwise be freed by a later, random garbage collection, whose
+ResourceWarning (an error here) would fail an innocent test far away.
+
 Only the modules' own top-level ``import`` statements are read (with ``ast``, and only when the
 extra is missing); a module reaching pyspark through a helper module of the tests must import it
 lazily or use the fixture.
@@ -27,8 +32,10 @@ lazily or use the fixture.
 from __future__ import annotations
 
 import ast
+import gc
 import importlib.util
 import os
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final
@@ -131,3 +138,14 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
 def spark_extra() -> None:
     """For a test that needs the ``spark`` extra at run time: skipped without it, failed in CI."""
     require_spark_extra()
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own (trylast) report of unraisable exceptions
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Free what a failed test's exception holds, so that its leaks are reported against it."""
+    if getattr(sys, "last_value", None) is None:
+        return
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        if hasattr(sys, name):
+            delattr(sys, name)
+    gc.collect()

@@ -1,8 +1,8 @@
 """Chaos: steady production and consumption through broker and NameServer faults, on a cluster of its own.
 
-A fresh local cluster (two brokers, ``rocketmq_py.testing.LocalCluster(2)``) and one topic (8 queues
-on each broker). One ``Producer`` sends ``--rate`` messages/s (the body is a sequence number) with at
-most ``--in-flight`` sends at once; one ``PushConsumer`` (a new group, from the first offset)
+A fresh local cluster (two brokers, ``rocketmq_py.testing.LocalCluster(2)``, behind the kit's relay
+when a phase needs it or ``--relay`` asks) and one topic (8 queues on each broker). One ``Producer``
+sends ``--rate`` messages/s (the body is a sequence number) with at most ``--in-flight`` sends at once; one ``PushConsumer`` (a new group, from the first offset)
 consumes everything. Then, one after the other, each phase runs ``--lead`` seconds of steady traffic,
 injects its fault, lifts it, and waits (at most ``--settle`` seconds) until every queue of the hit
 broker has delivered a message again:
@@ -12,10 +12,11 @@ broker has delivered a message again:
   answers), then SIGCONT;
 - ``namesrv``: stop the NameServer for ``--namesrv-down`` s, start it again and wait until every
   broker registered again (polled here when ``start_namesrv`` gives up);
-- ``unreachable``: black-hole a broker's client ports (``--block-broker``, iptables on loopback, root
-  only) for ``--unreachable`` s; the broker keeps its NameServer registration, so clients keep being
-  sent to it: past the consumer's idle-pull limit (``pull_max_idle_time``, 120 s by default) this is
-  the idle-pull-drop case.
+- ``unreachable``: black-hole a broker (``--block-broker``) for ``--unreachable`` s: the cluster's
+  brokers are reached through the testing kit's relay (``LocalCluster(relay=True)``, no root needed),
+  which stops forwarding and accepting; the broker keeps its NameServer registration, so clients keep
+  being sent to it: past the consumer's idle-pull limit (``pull_max_idle_time``, 120 s by default)
+  this is the idle-pull-drop case.
 
 After the last phase production stops and the consumer drains (at most ``--drain`` s). Per phase
 (a send belongs to the phase in which it started) it prints: acked and failed sends, failures among
@@ -29,6 +30,7 @@ the first / every queue of the hit broker delivered again (for ``namesrv``: ever
                                [--lead 10] [--kill-down 5] [--pause 10] [--namesrv-down 15]
                                [--unreachable 150] [--settle 60] [--drain 60]
                                [--attempt-timeout 1.0] [--pull-max-idle-time 120] [--version 5.3.3]
+                               [--relay]
 
 A phase may carry its own duration: ``--phases pause=1.2,pause=1.8,pause=10`` pauses three times.
 ``--short`` runs the shape ``integration/test_chaos.py`` uses (shorter faults, a 15-s idle-pull limit).
@@ -459,6 +461,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", default=None, help="RocketMQ version of the cluster")
     parser.add_argument("--phases", default=None, help=f"comma-separated, from {','.join(PHASES)}")
     parser.add_argument("--attempt-timeout", default=None, help="producer attempt_timeout (s, or 'none')")
+    parser.add_argument(
+        "--relay",
+        action="store_true",
+        help="reach the brokers through the kit's relay in every phase (on anyway with 'unreachable')",
+    )
     for name in (
         "rate",
         "in_flight",
@@ -480,7 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     changes: dict[str, Any] = {
         name: value
         for name, value in vars(args).items()
-        if value is not None and name not in ("short", "version", "phases", "attempt_timeout")
+        if value is not None and name not in ("short", "version", "phases", "attempt_timeout", "relay")
     }
     if args.phases:
         changes["phases"] = tuple(args.phases.split(","))
@@ -490,7 +497,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     version = {"version": args.version} if args.version else {}
     print(f"chaos: {options}")
     started = time.monotonic()
-    cluster = LocalCluster(2, **version)
+    relay = args.relay or any(phase.partition("=")[0] == "unreachable" for phase in options.phases)
+    cluster = LocalCluster(2, relay=relay, **version)
     with cluster:
         cluster.start()
         print(f"cluster {cluster.namesrv_addr} ({cluster.version}) up in {time.monotonic() - started:.0f} s")

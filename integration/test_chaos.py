@@ -50,8 +50,9 @@ chaos = _load_chaos()
 
 @pytest.fixture(scope="module")
 def own_cluster() -> Iterator[LocalCluster]:
-    """A two-broker cluster for this module only: its brokers are killed, paused and restarted."""
-    cluster = LocalCluster(2)
+    """A two-broker cluster for this module only: its brokers are killed, paused, restarted and cut
+    off (reached through the kit's relay, which can black-hole one)."""
+    cluster = LocalCluster(2, relay=True)
     try:
         cluster.start()
     except ClusterError as exc:

@@ -8,8 +8,10 @@ Commands::
     status                           what runs
     down                             stop every detached cluster (and any left by dead processes)
     fetch [--version V]              download the jars (server and benchmark tools) into the cache
-    build-image [--version V]...     build rocketmq-py/rocketmq:V for the docker backend where no image
-                                     registry answers (debootstrap, Debian's JRE, the Maven jars; root)
+    build-image [--version V]... [--if-needed]
+                                     build rocketmq-py/rocketmq:V for the docker backend where no image
+                                     registry answers (debootstrap, Debian's JRE, the Maven jars; root);
+                                     --if-needed: only when apache/rocketmq:V cannot be pulled
     mqadmin ARGS...                  the official admin tool against the running cluster
     java-bench TOOL ARGS...          the official benchmark producer|consumer|batch-producer|...
     record --listen H:P --target H:P --out DIR [--label L] [--seconds N]
@@ -129,10 +131,11 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def _cmd_build_image(args: argparse.Namespace) -> int:
-    from rocketmq_py.testing._image import build_image
+    from rocketmq_py.testing._image import build_image, ensure_image
 
+    make = ensure_image if args.if_needed else build_image
     for version in args.version or [DEFAULT_VERSION]:
-        print(build_image(version, log=lambda line: print(line, flush=True)))
+        print(make(version, log=lambda line: print(line, flush=True)))
     return 0
 
 
@@ -218,6 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.set_defaults(func=_cmd_fetch)
     image = sub.add_parser("build-image", help="build the docker backend's image without a registry")
     image.add_argument("--version", action="append", help="RocketMQ release (repeatable; default 5.3.3)")
+    image.add_argument(
+        "--if-needed",
+        action="store_true",
+        help="use apache/rocketmq:V when it is here or can be pulled; build only where no registry answers",
+    )
     image.set_defaults(func=_cmd_build_image)
     admin = sub.add_parser("mqadmin", help="run mqadmin against the running cluster")
     admin.add_argument("args", nargs=argparse.REMAINDER, help="mqadmin's command and options, e.g. topicList")

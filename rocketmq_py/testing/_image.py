@@ -43,6 +43,7 @@ __all__ = [
     "UPSTREAM_REPOSITORY",
     "build_image",
     "engine_problem",
+    "ensure_image",
     "image_for",
     "local_image",
 ]
@@ -286,3 +287,38 @@ def build_image(version: str = DEFAULT_VERSION, *, log: Callable[[str], None] | 
         return tag
     finally:
         client.close()
+
+
+def ensure_image(version: str = DEFAULT_VERSION, *, log: Callable[[str], None] | None = None) -> str:
+    """Make the image the Docker backend runs for ``version`` available, building only if need be.
+
+    A local build already here is kept up to date (:func:`build_image`); else
+    ``apache/rocketmq:<version>`` is used when it is here or can be pulled; else (no registry
+    answers) ours is built, which needs what :func:`build_image` needs. So a machine with a Docker
+    engine and a registry needs neither ``debootstrap`` nor root.
+
+    Returns:
+        The image's tag.
+
+    Raises:
+        ClusterError: no engine answers, or the build failed.
+    """
+    say = log or (lambda _: None)
+    client = _client()
+    try:
+        if _labelled(client, local_image(version)) is None:
+            upstream = f"{UPSTREAM_REPOSITORY}:{version}"
+            if _labelled(client, upstream) is not None:
+                say(f"{upstream} is here")
+                return upstream
+            say(f"pulling {upstream}")
+            try:
+                client.images.pull(UPSTREAM_REPOSITORY, tag=version)
+            except Exception as exc:  # the engine's APIError, or its connection failing
+                reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                say(f"{upstream} cannot be pulled ({reason[:200]}); building {local_image(version)}")
+            else:
+                return upstream
+    finally:
+        client.close()
+    return build_image(version, log=log)

@@ -13,6 +13,9 @@ Everything lives in one temporary work directory::
 free loopback ports chosen at start; a broker uses three (``listenPort - 2`` for the VIP channel,
 ``listenPort``, ``listenPort + 1`` for HA), so they are picked as a block.
 
+With ``relay=True`` (5.x brokers), clients reach each broker through a relay in this process that
+:meth:`LocalCluster.block_broker` can cut (:mod:`rocketmq_py.testing._broker_relay`; no root needed).
+
 Brokers register with the NameServer every :data:`REGISTER_PERIOD_MS` (Java: 30 s), the shortest
 period a broker accepts, so a restarted NameServer lists them all again within seconds.
 """
@@ -39,6 +42,7 @@ from rocketmq_py.testing._acl import (
     write_plain_acl,
     write_tools_credentials,
 )
+from rocketmq_py.testing._broker_relay import RELAYED_BROKER_HOST, relay_problem, start_broker_relay
 from rocketmq_py.testing._cluster import BrokerInfo, Cluster, _call, broker_names
 from rocketmq_py.testing._distribution import (
     DEFAULT_VERSION,
@@ -47,7 +51,6 @@ from rocketmq_py.testing._distribution import (
     resolve_server,
     write_home_conf,
 )
-from rocketmq_py.testing._netfault import block_ports, unblock
 from rocketmq_py.testing._processes import (
     JvmProcess,
     Registry,
@@ -57,6 +60,7 @@ from rocketmq_py.testing._processes import (
     process_start_time,
     wait_for_line,
 )
+from rocketmq_py.testing._relay import TcpRelay
 from rocketmq_py.testing._settings import (
     REGISTER_PERIOD_MS,
     broker_config,
@@ -119,6 +123,10 @@ class LocalCluster(Cluster):
         slaves: broker names that get one slave each (``brokerId`` 1, node ``<name>-slave``); the
             brokers of such a cluster serve pulls from slaves (``slaveReadEnable=true``: 5.x slaves
             refuse every pull without it).
+        relay: clients reach each broker through a TCP relay in this process, so that
+            :meth:`block_broker` can black-hole it without root or iptables (5.x brokers: a 4.x
+            broker listens on every address and cannot have a relay in front of it; not with
+            ``detached``, whose brokers outlive this process, nor with a ``brokerIP1`` of your own).
 
     :meth:`client_options` gives the keyword arguments that connect a client to any of these shapes.
     The fault methods take node names: ``broker-b`` (the master) or ``broker-b-slave``.
@@ -138,9 +146,15 @@ class LocalCluster(Cluster):
         acl: bool | Credentials = False,
         tls: bool = False,
         slaves: Sequence[str] = (),
+        relay: bool = False,
     ) -> None:
         super().__init__(version)
         self._names = broker_names(brokers)
+        problem = relay_problem(version, detached=detached, broker_config=broker_config or {})
+        if relay and problem:
+            raise ClusterError(problem)
+        self._relayed = relay
+        self._relay: TcpRelay | None = None
         unknown = [s for s in slaves if s not in self._names]
         if unknown:
             raise ClusterError(f"slaves for unknown brokers {unknown} (have {', '.join(self._names)})")
@@ -212,6 +226,8 @@ class LocalCluster(Cluster):
         self._namesrv_port = pick_port_block([0], taken)
         for name in self._nodes:
             self._broker_ports[name] = pick_port_block([-2, 0, 1], taken)
+        if self._relayed:
+            self._relay = start_broker_relay(f"relay-{self.cluster_id}", self._broker_ports)
         self._registry = Registry(
             cluster_id=self.cluster_id,
             owner_pid=os.getpid(),
@@ -322,6 +338,8 @@ class LocalCluster(Cluster):
         extra.update(self._extra)
         if self.credentials is not None:
             extra.update(acl_broker_config(self.version, self.credentials))
+        if self._relayed:
+            extra["bindAddress"] = RELAYED_BROKER_HOST  # the relay has 127.0.0.1 and these ports
         info = self._info(node)
         return broker_config(
             info.name,
@@ -377,19 +395,27 @@ class LocalCluster(Cluster):
         self._broker(name).signal_group(signal.SIGCONT)
 
     def block_broker(self, name: str) -> None:
-        """Black-hole the node's ``listenPort`` and VIP channel with iptables; it stays registered.
+        """Black-hole the node for clients: its relay stops forwarding (open connections go silent
+        both ways) and stops accepting (connects hang). The broker keeps running and stays
+        registered with the NameServer, so routes still send clients to it.
 
         Raises:
-            ClusterError: no such node, or not root (or no ``iptables``).
+            ClusterError: no such node, or the cluster was not started with ``relay=True``.
         """
-        self._broker(name)  # known name
-        port = self._broker_ports[name]
-        block_ports([port - 2, port], f"{self.cluster_id}/{name}")  # VIP channel and listenPort
+        self._node_relay(name).block(name)
 
     def unblock_broker(self, name: str) -> None:
-        """Undo :meth:`block_broker` (removes exactly the rules it added)."""
-        self._broker(name)
-        unblock(f"{self.cluster_id}/{name}")
+        """Undo :meth:`block_broker`: what was held flows on, waiting connects complete."""
+        self._node_relay(name).unblock(name)
+
+    def _node_relay(self, name: str) -> TcpRelay:
+        self._broker(name)  # known name
+        if self._relay is None:
+            raise ClusterError(
+                "block_broker needs a started cluster with relay=True (clients then reach the brokers "
+                "through a relay in this process that can cut them)"
+            )
+        return self._relay
 
     def kill_broker(self, name: str) -> None:
         """SIGKILL the node's JVM; its store is kept for :meth:`restart_broker`."""
@@ -476,6 +502,8 @@ class LocalCluster(Cluster):
         self._cancel_atexit()
         for proc in [*self._brokers.values(), *([self._namesrv] if self._namesrv else [])]:
             proc.kill()
+        if self._relay is not None:
+            self._relay.close()
         if self._registry is not None:
             self._registry.discard()
         elif self.workdir != Path() and self._workdir_arg is None:

@@ -50,6 +50,7 @@ def start_cluster(
     acl: bool | Credentials = False,
     tls: bool = False,
     slaves: Sequence[str] = (),
+    relay: bool = False,
 ) -> Cluster:
     """Start (or attach to) a RocketMQ cluster and return it; use it as a context manager to stop it.
 
@@ -61,6 +62,8 @@ def start_cluster(
         acl: (jar backend) ACL on, with these credentials or random ones (``True``).
         tls: (jar backend) NameServer and brokers enforce TLS with certificates made for the cluster.
         slaves: (jar backend) broker names that get one slave each.
+        relay: (jar backend, 5.x) clients reach the brokers through a relay in this process, so that
+            ``cluster.block_broker(name)`` can black-hole one (no root needed).
 
     ``cluster.client_options()`` then gives what a client needs to connect (ACL keys, TLS context).
 
@@ -69,8 +72,8 @@ def start_cluster(
     """
     version = version or os.environ.get("ROCKETMQ_VERSION") or DEFAULT_VERSION
     chosen = choose_backend(backend)
-    if chosen != "jar" and (acl or tls or slaves):
-        raise ClusterError(f"ACL, TLS and slaves are only set up by the jar backend, not {chosen}")
+    if chosen != "jar" and (acl or tls or slaves or relay):
+        raise ClusterError(f"ACL, TLS, slaves and the relay are only set up by the jar backend, not {chosen}")
     if chosen == "external":
         from rocketmq_py.testing._external import ExternalCluster
 
@@ -81,4 +84,6 @@ def start_cluster(
         return DockerCluster(brokers, version=version).start()
     from rocketmq_py.testing._local import LocalCluster
 
-    return LocalCluster(brokers, version=version, detached=detached, acl=acl, tls=tls, slaves=slaves).start()
+    return LocalCluster(
+        brokers, version=version, detached=detached, acl=acl, tls=tls, slaves=slaves, relay=relay
+    ).start()

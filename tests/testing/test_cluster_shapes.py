@@ -156,12 +156,37 @@ def test_shape_options_and_node_names_before_start() -> None:
     assert "slaveReadEnable" not in plain.broker_conf("broker-a")
 
 
+def test_a_relayed_cluster_binds_brokers_behind_the_relay_and_refuses_what_cannot_be_relayed() -> None:
+    relayed = LocalCluster(2, relay=True)
+    relayed._broker_ports.update({"broker-a": 20001, "broker-b": 20101})
+    conf = relayed.broker_conf("broker-a")
+    assert conf["bindAddress"] == "127.0.0.2"  # the broker listens there ...
+    assert conf["brokerIP1"] == "127.0.0.1"  # ... and advertises the relay's address
+    assert relayed.brokers[0].address == "127.0.0.1:20001"
+    plain = LocalCluster(1)
+    plain._broker_ports["broker-a"] = 20001
+    assert "bindAddress" not in plain.broker_conf("broker-a")
+    plain._brokers["broker-a"] = None  # type: ignore[assignment]  # a known node, never started
+    with pytest.raises(ClusterError, match="relay=True"):
+        plain.block_broker("broker-a")
+    for refused, why in (
+        ({"version": "4.9.7"}, r"needs a 5\.x broker: a 4\.9\.7 broker listens on every address"),
+        ({"detached": True}, "cannot be detached"),
+        ({"broker_config": {"brokerIP1": "10.0.0.5"}}, "takes brokerIP1"),
+    ):
+        with pytest.raises(ClusterError, match=why):
+            LocalCluster(1, relay=True, **refused)  # type: ignore[arg-type]
+    LocalCluster(1, version="4.9.7")  # without a relay, all fine
+
+
 def test_other_backends_refuse_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROCKETMQ_NAMESRV", "127.0.0.1:1")
     with pytest.raises(ClusterError, match="jar backend"):
         start_cluster(acl=True)
     with pytest.raises(ClusterError, match="jar backend"):
         start_cluster(slaves=["broker-a"])
+    with pytest.raises(ClusterError, match="jar backend"):
+        start_cluster(relay=True)
 
 
 def test_tools_of_a_detached_shaped_cluster_sign_and_speak_tls(

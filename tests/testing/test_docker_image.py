@@ -90,3 +90,65 @@ def test_no_engine_is_a_cluster_error(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     with pytest.raises(ClusterError, match="needs a Docker engine that answers"):
         DockerCluster(1).start()
+
+
+class _Images:
+    """The part of docker's ``client.images`` that ensure_image uses, over a set of present tags."""
+
+    def __init__(self, present: set[str], pullable: bool) -> None:
+        self.present = present
+        self.pullable = pullable
+        self.pulled: list[str] = []
+
+    def get(self, tag: str) -> object:
+        import docker
+
+        if tag not in self.present:
+            raise docker.errors.ImageNotFound(tag)
+        return type("Image", (), {"attrs": {"Config": {"Labels": {}}}})()
+
+    def pull(self, repository: str, tag: str) -> None:
+        import docker
+
+        if not self.pullable:
+            raise docker.errors.APIError("Get https://registry-1.docker.io/v2/: dial tcp: lookup failed")
+        self.pulled.append(f"{repository}:{tag}")
+        self.present.add(f"{repository}:{tag}")
+
+
+class _Client:
+    def __init__(self, images: _Images) -> None:
+        self.images = images
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("present", "pullable", "expected", "built"),
+    [
+        (set(), True, "apache/rocketmq:5.3.3", False),  # a registry answers: no debootstrap, no root
+        ({"apache/rocketmq:5.3.3"}, False, "apache/rocketmq:5.3.3", False),
+        (set(), False, "rocketmq-py/rocketmq:5.3.3", True),  # no registry: ours is built
+        ({"rocketmq-py/rocketmq:5.3.3"}, True, "rocketmq-py/rocketmq:5.3.3", True),  # kept up to date
+    ],
+)
+def test_ensure_image_builds_only_where_no_registry_answers(
+    monkeypatch: pytest.MonkeyPatch, present: set[str], pullable: bool, expected: str, built: bool
+) -> None:
+    from rocketmq_py.testing import _image
+
+    images = _Images(set(present), pullable)
+    builds: list[str] = []
+
+    def build_image(version: str, *, log: object = None) -> str:
+        builds.append(version)
+        return _image.local_image(version)
+
+    monkeypatch.setattr(_image, "_client", lambda: _Client(images))
+    monkeypatch.setattr(_image, "build_image", build_image)
+    said: list[str] = []
+    assert _image.ensure_image("5.3.3", log=said.append) == expected
+    assert builds == (["5.3.3"] if built else [])
+    if not pullable and not present:
+        assert any("cannot be pulled (" in line and "lookup failed" in line for line in said), said

@@ -25,6 +25,9 @@ else
     ''|*[!0-9]*) need "Java 17+ (java -version did not say which release it is)" ;;
     *) [ "${java_major%%.*}" -ge 17 ] || need "Java 17+ (found $java_major)" ;;
   esac
+  if [ "$goal" = test ] && ! java --list-modules 2>/dev/null | grep -q '^jdk.compiler@'; then
+    need "a Java JDK, not only a JRE: the interop tests run Java sources (apt-get install openjdk-17-jdk-headless)"
+  fi
 fi
 command -v mvn >/dev/null 2>&1 || need "Maven, which downloads the RocketMQ jars (apt-get install maven)"
 if [ "$goal" = test ]; then

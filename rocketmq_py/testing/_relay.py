@@ -26,6 +26,7 @@ but the relay's own, a trio thread included: each runs on the relay's loop and r
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import struct
 import threading
@@ -48,6 +49,10 @@ _BACKLOG: Final = 128
 _CONTROL_TIMEOUT: Final = 30.0
 #: SO_LINGER on, zero seconds: close() sends a reset instead of an end of stream.
 _RESET_LINGER: Final = struct.pack("ii", 1, 0)
+#: Seconds before accepting again after accept() failed (out of descriptors, say).
+_ACCEPT_RETRY_DELAY: Final = 0.1
+
+log = logging.getLogger(__name__)
 
 
 def _reset(sock: socket.socket | trio.socket.SocketType) -> None:
@@ -305,9 +310,15 @@ class TcpRelay:
                 listener.accept_parked.set()
                 await listener.wait_flowing()
             accepted = None
-            with trio.CancelScope() as listener.accept_scope:
-                accepted = await listener.sock.accept()
-            listener.accept_scope = None
+            try:
+                with trio.CancelScope() as listener.accept_scope:
+                    accepted = await listener.sock.accept()
+            except OSError as exc:  # a queued connection reset before accept(), no descriptor left, ...
+                log.warning("%s: accept on %s:%d failed: %s", self.name, *listener.address, exc)
+                await trio.sleep(_ACCEPT_RETRY_DELAY)
+                continue
+            finally:
+                listener.accept_scope = None
             if accepted is None:
                 continue  # cancelled by a block
             sock, peer = accepted

@@ -28,7 +28,13 @@ queue stops being popped when an assignment no longer lists it (acks of its call
 Messages the subscription's tags do not accept are acknowledged without a listener call.
 
 A topic the group reads in PULL mode (the assignment says so) is consumed by client rebalance
-and pull, as the default; so is the group's retry topic ``%RETRY%group``.
+and pull, as the default; so are the group's retry topics (``%RETRY%group``, and the POP retry topic
+``%RETRY%group_topic``, which the consumer subscribes while the group pulls the topic: the broker
+revives there what was popped and never acknowledged, also after a switch back to PULL).
+Switching the group's mode of a topic (``mqadmin setConsumeMode``) takes effect at the next
+rebalance, as in Java's ``RebalanceImpl.updateMessageQueueAssignment``: a switch to POP hands off
+the pulled queues of the topic (committing their offsets, where popping goes on) and unsubscribes
+the POP retry topic (POP_MESSAGE serves it); a switch to PULL stops the pops and subscribes it.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import (
     ChangeInvisibleTimeRequestHeader,
     ConsumeFromWhere,
+    ConsumeInitMode,
     MessageExt,
     MessageModel,
     MessageQueue,
@@ -117,9 +124,12 @@ _POP_OK: Final = (
 )
 
 
-def init_mode(consume_from_where: ConsumeFromWhere) -> int:
-    """POP_MESSAGE's ``initMode`` for a new group: 1 starts at a queue's first message, 0 at its end."""
-    return 1 if consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET else 0
+def init_mode(consume_from_where: ConsumeFromWhere) -> ConsumeInitMode:
+    """POP_MESSAGE's ``initMode`` for a group new to a queue: MIN (its first message) for
+    CONSUME_FROM_FIRST_OFFSET, else MAX (its end), as Java's ``RebalancePushImpl.getConsumeInitMode``."""
+    if consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+        return ConsumeInitMode.MIN
+    return ConsumeInitMode.MAX
 
 
 def failure_delay_s(
@@ -191,10 +201,10 @@ class PopService:
 
     # --- assignment ----------------------------------------------------------------------------
 
-    async def query_assignment(self, topic: str) -> tuple[set[MessageQueue], bool] | None:
-        """This client's queues of ``topic`` from a broker, and whether the group pops them.
+    async def query_assignment(self, topic: str) -> tuple[set[MessageQueue], set[MessageQueue]] | None:
+        """This client's queues of ``topic`` from a broker: those it pops, those it pulls.
 
-        ``None`` while the topic has no route or no broker answers.
+        ``None`` while the topic has no route.
         """
         consumer = self._consumer
         instance = consumer.instance
@@ -216,27 +226,30 @@ class PopService:
             address, RequestCode.QUERY_ASSIGNMENT, None, encode_body(body), timeout=QUERY_ASSIGNMENT_TIMEOUT
         )
         assignments = decode_body(QueryAssignmentResponseBody, reply.body).message_queue_assignments
-        queues = {a.message_queue for a in assignments if a.message_queue is not None}
-        pop = bool(assignments) and all(a.mode is MessageRequestMode.POP for a in assignments)
-        return queues, pop
+        popped = {
+            a.message_queue for a in assignments if a.message_queue and a.mode is MessageRequestMode.POP
+        }
+        pulled = {
+            a.message_queue for a in assignments if a.message_queue and a.mode is not MessageRequestMode.POP
+        }
+        return popped, pulled
 
-    async def rebalance_topic(self, topic: str) -> bool:
-        """Apply the broker's assignment of ``topic``; False: the group pulls it (client rebalance).
+    async def rebalance_topic(self, topic: str) -> tuple[set[MessageQueue], set[MessageQueue]] | None:
+        """Pop the queues of ``topic`` the broker assigns in POP mode (and no others); return the
+        queues it assigns in POP mode and in PULL mode, ``None`` while the topic has no route.
 
         Raises:
             RocketMQError: QUERY_ASSIGNMENT failed (the next round retries).
         """
         answer = await self.query_assignment(topic)
         if answer is None:
-            return True
-        queues, pop = answer
-        if queues and not pop:
-            if topic not in self._pull_topics:
-                self._pull_topics.add(topic)
-                log.info("%s: the group reads %s in PULL mode: client rebalance", self._consumer.group, topic)
-            self._drop(topic, set())
-            return False
-        self._pull_topics.discard(topic)
+            return None
+        queues, pulled = answer
+        if pulled and topic not in self._pull_topics:
+            self._pull_topics.add(topic)
+            log.info("%s: the group reads %s in PULL mode: client rebalance", self._consumer.group, topic)
+        elif queues:
+            self._pull_topics.discard(topic)
         self._drop(topic, queues)
         nursery = self._nursery
         assert nursery is not None, "the pop service runs before any rebalance"
@@ -244,7 +257,7 @@ class PopService:
             queue = self.queues[mq] = PopQueue(mq)
             nursery.start_soon(self._pop_loop, queue)
             log.info("%s: popping %s", self._consumer.group, mq)
-        return True
+        return queues, pulled
 
     def running_info(self, *, now: float, wall_ms: float) -> dict[MessageQueue, PopProcessQueueInfo]:
         """The popped queues' lines of running info (``mqPopTable``), Java ``fillPopProcessQueueInfo``.

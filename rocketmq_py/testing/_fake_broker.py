@@ -168,6 +168,7 @@ class FakeBroker:
         self._nursery: trio.Nursery | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._store = FakeStore(self, auto_create_topics=auto_create_topics)
+        self._defaults = defaults
         if defaults:
             self._store.install(self._handlers)
 
@@ -190,6 +191,8 @@ class FakeBroker:
             raise
         host, port = listeners[0].socket.getsockname()[:2]
         self._address = f"{host}:{port}"
+        if self._defaults:
+            nursery.start_soon(self._store.pop.revive_loop)
         self._nursery = nursery
         self._exit_stack = stack
         return self

@@ -21,6 +21,7 @@ from rocketmq_py.protocol import (
     Message,
     MessageExt,
     PopCheckpoint,
+    PropertyKey,
     parse_fastjson,
 )
 from rocketmq_py.protocol._trace import (
@@ -172,7 +173,10 @@ async def test_pop_without_hooks_builds_no_context(
 
 async def test_pop_consumption_is_traced(broker: FakeBroker, autojump_clock: trio.testing.MockClock) -> None:
     broker.add_topic(TRACE_TOPIC, queues=1)
-    broker.put_messages(0, [Message(TOPIC, b"p", keys=["key-p"])])
+    # A producer's unique id: the failed delivery's retry copy (PopReviveService.reviveRetry copies
+    # the properties) carries it too, so both deliveries trace under one msgId.
+    unique = {PropertyKey.UNIQ_KEY: "7F0000010000000000000000000000AA"}
+    broker.put_messages(0, [Message(TOPIC, b"p", keys=["key-p"], properties=unique)])
     calls = 0
 
     async def listener(msgs: list[MessageExt]) -> ConsumeStatus:

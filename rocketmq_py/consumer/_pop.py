@@ -14,9 +14,19 @@ calls at once (batches of ``consume_batch_max_size``), then:
   per message (:mod:`rocketmq_py.consumer._pop_acks`);
 - failure (RECONSUME_LATER, an exception, ``consume_timeout``): each message becomes visible
   again after the delay of its reconsume count (CHANGE_MESSAGE_INVISIBLETIME; Java's
-  ``popDelayLevel``: 10 s, 30 s, 1 min, 2 min, ..., 2 h); once it has been consumed
-  ``max_reconsume_times`` times it is acknowledged (dropped, with a warning) when it is older
-  than twice the last delay, else delayed to the level its age reached (as Java).
+  ``popDelayLevel``: 10 s, 30 s, 1 min, 2 min, ..., 2 h), and comes back as a copy with reconsume
+  times + 1;
+- a message that failed ``max_reconsume_times + 1`` times (or is popped with more reconsume times
+  than that: no listener call then) goes to the group's dead-letter topic ``%DLQ%<group>``
+  (CONSUMER_SEND_MSG_BACK with delay level -1, as the 5.x proxy forwards a POP message there) and
+  is acknowledged; if the broker refuses, it reappears after its invisible time and is tried
+  again. So a poison message reaches the listener as often as under PULL and ends where PULL's
+  would. (Java's remoting POP client acknowledges it instead, dropping it.)
+
+A batch whose invisible time ran out before it got a listener slot is not consumed (the broker
+has handed its copies out again), and the result of a call that outlived it is ignored (Java
+``ConsumeMessagePopConcurrentlyService.ConsumeRequest``: ``isPopTimeout``). The deadline is the
+checkpoint's ``popTime + invisibleTime``, read on the client's clock when the pop arrives.
 
 A listener call goes through ``consume_call`` as an orderly one does: the consume hooks (trace,
 OpenTelemetry) run around it, and the listener sees plain topics in a namespace (acks wrap them
@@ -49,6 +59,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from rocketmq_py._client._route import MASTER_ID
+from rocketmq_py.consumer._concurrent import SEND_BACK_TIMEOUT
 from rocketmq_py.consumer._consume_hooks import consume_with_hooks
 from rocketmq_py.consumer._flow import (
     BROKER_SUSPEND_MAX_TIME_MS,
@@ -95,6 +106,7 @@ __all__ = [
     "PopService",
     "failure_delay_s",
     "init_mode",
+    "pop_deadline",
 ]
 
 log = logging.getLogger("rocketmq_py.consumer")
@@ -132,27 +144,21 @@ def init_mode(consume_from_where: ConsumeFromWhere) -> ConsumeInitMode:
     return ConsumeInitMode.MAX
 
 
-def failure_delay_s(
-    reconsume_times: int, *, max_reconsume_times: int, born_ms: int, now_ms: int
-) -> int | None:
-    """Seconds a message whose listener call failed stays hidden; ``None``: acknowledge it (give up).
+def failure_delay_s(reconsume_times: int) -> int:
+    """Seconds a message whose listener call failed stays hidden: the level of its reconsume count,
+    capped at the last (Java ``changePopInvisibleTime`` with delay level 0)."""
+    return POP_DELAY_LEVELS_S[min(reconsume_times, len(POP_DELAY_LEVELS_S) - 1)]
 
-    Below ``max_reconsume_times`` the level is the reconsume count (capped at the last level).
-    At the limit a message older than twice the last delay is given up, else it waits for the
-    level after the one its age reached (Java ``checkNeedAckOrDelay``).
-    """
-    levels = POP_DELAY_LEVELS_S
-    if reconsume_times < max_reconsume_times:
-        return levels[min(reconsume_times, len(levels) - 1)]
-    age_ms = now_ms - born_ms
-    if age_ms > levels[-1] * 1000 * 2:
-        return None
-    level = 0
-    for index in range(len(levels) - 1, -1, -1):
-        if age_ms >= levels[index] * 1000:
-            level = index + 1
-            break
-    return levels[min(level, len(levels) - 1)]
+
+def pop_deadline(msgs: Sequence[MessageExt], *, now: float, wall_ms: float) -> float:
+    """The trio time at which ``msgs`` (one pop's) become visible again: their checkpoint's
+    ``popTime + invisibleTime`` (broker's epoch ms) on the clock that reads ``now`` when the wall
+    clock reads ``wall_ms``. No checkpoint: already past (Java ``isPopTimeout``)."""
+    found = checkpoint_of(msgs[0]) if msgs else None
+    if found is None or found[1].pop_time <= 0 or found[1].invisible_time <= 0:
+        return float("-inf")
+    ck = found[1]
+    return now + (ck.pop_time + ck.invisible_time - wall_ms) / 1000
 
 
 @dataclass(eq=False)
@@ -363,6 +369,7 @@ class PopService:
 
     def _hand_over(self, queue: PopQueue, msgs: list[MessageExt]) -> None:
         consumer = self._consumer
+        deadline = pop_deadline(msgs, now=trio.current_time(), wall_ms=time.time() * 1000)
         msg_filter = consumer._filters.get(queue.mq.topic)
         accepted = msg_filter.filter_messages(msgs) if msg_filter is not None else msgs
         nursery = self._nursery
@@ -371,13 +378,23 @@ class PopService:
         if len(accepted) != len(msgs):
             kept = {id(m) for m in accepted}
             nursery.start_soon(self._ack_all, queue, [m for m in msgs if id(m) not in kept])
+        tired = [m for m in accepted if m.reconsume_times > consumer.max_reconsume_times]
+        if tired:
+            log.warning(
+                "%s: %d messages popped with more than %d reconsume times: to the dead-letter queue",
+                consumer.group,
+                len(tired),
+                consumer.max_reconsume_times,
+            )
+            nursery.start_soon(self._dead_letter, queue, tired)
+            accepted = [m for m in accepted if m.reconsume_times <= consumer.max_reconsume_times]
         size = consumer.consume_batch_max_size
         for at in range(0, len(accepted), size):
-            nursery.start_soon(self._consume, queue, accepted[at : at + size])
+            nursery.start_soon(self._consume, queue, accepted[at : at + size], deadline)
 
     # --- consuming -----------------------------------------------------------------------------
 
-    async def _consume(self, queue: PopQueue, msgs: list[MessageExt]) -> None:
+    async def _consume(self, queue: PopQueue, msgs: list[MessageExt], deadline: float) -> None:
         consumer = self._consumer
         listener = consumer.listener
         assert listener is not None
@@ -385,16 +402,28 @@ class PopService:
             self._no_calls = trio.Event()
         self._calls += 1
         try:
-            await self._consume_now(queue, msgs, listener)
+            await self._consume_now(queue, msgs, listener, deadline)
         finally:
             self._calls -= 1
             if self._calls == 0:
                 self._no_calls.set()
 
-    async def _consume_now(self, queue: PopQueue, msgs: list[MessageExt], listener: Listener) -> None:
+    async def _consume_now(
+        self, queue: PopQueue, msgs: list[MessageExt], listener: Listener, deadline: float
+    ) -> None:
         consumer = self._consumer
         async with self._limiter:
             started = trio.current_time()
+            if started >= deadline:
+                log.info(
+                    "%s: %d messages of %s waited past their invisible time: not consumed (the broker "
+                    "hands them out again)",
+                    consumer.group,
+                    len(msgs),
+                    queue.mq,
+                )
+                queue.waiting_ack -= len(msgs)
+                return
             status = await consume_with_hooks(
                 consumer._hooks,
                 listener,
@@ -409,6 +438,16 @@ class PopService:
                 orderly=False,
                 started=started,
             )
+            if trio.current_time() >= deadline:
+                log.warning(
+                    "%s: a listener call on %d messages of %s outlived their invisible time: its "
+                    "result is ignored (the broker hands them out again)",
+                    consumer.group,
+                    len(msgs),
+                    queue.mq,
+                )
+                queue.waiting_ack -= len(msgs)
+                return
             ok = status is ConsumeStatus.CONSUME_SUCCESS
             consumer._counters.count_consume(queue.mq.topic, len(msgs), ok, started)
             if ok:
@@ -425,20 +464,52 @@ class PopService:
 
     async def _retry_later(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
         consumer = self._consumer
+        spent = [m for m in msgs if m.reconsume_times >= consumer.max_reconsume_times]
         for msg in msgs:
-            delay = failure_delay_s(
-                msg.reconsume_times,
-                max_reconsume_times=consumer.max_reconsume_times,
-                born_ms=msg.born_timestamp,
-                now_ms=int(time.time() * 1000),
+            if msg.reconsume_times < consumer.max_reconsume_times:
+                await self._change_invisible_time(msg, failure_delay_s(msg.reconsume_times) * 1000)
+                queue.waiting_ack -= 1
+        if spent:
+            log.warning(
+                "%s: %d messages failed %d times: to the dead-letter queue",
+                consumer.group,
+                len(spent),
+                consumer.max_reconsume_times + 1,
             )
-            if delay is None:
-                log.warning("%s: %s was consumed too many times: acknowledged", consumer.group, msg)
-                assert self._acker is not None
-                await self._acker.ack([msg])
-            else:
-                await self._change_invisible_time(msg, delay * 1000)
-            queue.waiting_ack -= 1
+            await self._dead_letter(queue, spent)
+
+    async def _dead_letter(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
+        """Send each of ``msgs`` to the group's DLQ and acknowledge it; one the broker did not take
+        is left to reappear after its invisible time (and tried again then)."""
+        consumer = self._consumer
+        instance = consumer.instance
+        sent: list[MessageExt] = []
+        for msg in msgs:
+            found = checkpoint_of(msg)
+            if found is None:
+                continue
+            ck = found[1]
+            topic = self._wire_topic(msg)
+            try:
+                address = await instance.routes.require_master(topic, ck.broker_name)
+                await instance.api.consumer_send_msg_back(
+                    address,
+                    msg,
+                    consumer.group,
+                    delay_level=-1,  # the dead-letter queue at once
+                    max_reconsume_times=consumer.max_reconsume_times,
+                    broker_name=ck.broker_name,
+                    origin_topic=ck.stored_topic(topic, consumer.group),
+                    timeout=SEND_BACK_TIMEOUT,
+                )
+                sent.append(msg)
+            except RocketMQError as exc:
+                log.warning(
+                    "%s: %s could not go to the dead-letter queue: %s", consumer.group, msg.msg_id, exc
+                )
+        queue.waiting_ack -= len(msgs) - len(sent)
+        if sent:
+            await self._ack_all(queue, sent)
 
     def _wire_topic(self, msg: MessageExt) -> str:
         """``msg``'s topic as the brokers know it (the listener call took the namespace off)."""

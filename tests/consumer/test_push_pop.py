@@ -248,11 +248,9 @@ def test_init_mode_follows_java() -> None:
 
 
 def test_failure_delays_follow_java() -> None:
-    assert failure_delay_s(0, max_reconsume_times=16, born_ms=0, now_ms=0) == 10
-    assert failure_delay_s(2, max_reconsume_times=16, born_ms=0, now_ms=0) == 60
-    assert failure_delay_s(15, max_reconsume_times=16, born_ms=0, now_ms=0) == 7200
-    assert failure_delay_s(40, max_reconsume_times=99, born_ms=0, now_ms=0) == 7200
-    # At the limit: give up once older than twice the last delay, else wait for the next level.
-    assert failure_delay_s(16, max_reconsume_times=16, born_ms=0, now_ms=2 * 7200 * 1000 + 1) is None
-    assert failure_delay_s(16, max_reconsume_times=16, born_ms=0, now_ms=45_000) == 60
-    assert failure_delay_s(16, max_reconsume_times=16, born_ms=0, now_ms=1_000) == 10
+    """The invisible time after a failure is the delay level of the reconsume count, capped at the
+    last one (Java ``changePopInvisibleTime`` with delay level 0: ``popDelayLevel``)."""
+    assert failure_delay_s(0) == 10
+    assert failure_delay_s(2) == 60
+    assert failure_delay_s(15) == 7200
+    assert failure_delay_s(40) == 7200

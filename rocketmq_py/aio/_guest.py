@@ -42,7 +42,7 @@ import trio
 from sniffio import thread_local as sniffio_thread_local
 
 from rocketmq_py.aio._loop_calls import _LoopCall, _Parked, _Resume
-from rocketmq_py.errors import StateError
+from rocketmq_py.errors import ListenerCancelled, StateError
 
 __all__ = ["TrioGuest", "guest_for_running_loop"]
 
@@ -308,6 +308,9 @@ class TrioGuest:
             except StopIteration as stop:
                 self._loop_idle.append(parked)  # still parked on its wake-up
                 return cast(T, stop.value)
+            except asyncio.CancelledError as exc:  # not a cancel of the call: nobody cancelled it yet
+                self._loop_idle.append(parked)
+                raise _cancelled_by_itself(coro_fn, exc) from exc
             except BaseException:
                 self._loop_idle.append(parked)
                 raise
@@ -396,11 +399,14 @@ class TrioGuest:
                 value = await _Resume(*call.resume, cancelled=call.raise_cancel is not None)
             result = outcome.Value(value)
         except asyncio.CancelledError as exc:
-            if call.raise_cancel is None:  # the worker itself is cancelled: the loop is closing
+            if call.raise_cancel is not None:  # the call was cancelled (from trio)
+                result = outcome.capture(call.raise_cancel)  # trio's Cancelled, for the trio task
+            elif me.cancelling():  # the worker itself is cancelled: the loop is closing
                 result = outcome.Error(exc)
                 self._finish_loop_call(call, result)
                 raise
-            result = outcome.capture(call.raise_cancel)  # trio's Cancelled, for the trio task
+            else:  # raised by the call itself (it awaited something another task cancelled): it failed
+                result = outcome.Error(_cancelled_by_itself(call.coro_fn, exc))
         except BaseException as exc:  # every error crosses to the trio task
             result = outcome.Error(exc)
             if not isinstance(exc, Exception):
@@ -437,6 +443,14 @@ class TrioGuest:
     def _abort_spinner(self, _: Any) -> trio.lowlevel.Abort:
         self._spinner = None
         return trio.lowlevel.Abort.SUCCEEDED
+
+
+def _cancelled_by_itself(coro_fn: Callable[..., Any], exc: asyncio.CancelledError) -> ListenerCancelled:
+    """The error for a loop call that raised CancelledError while its task was not being cancelled."""
+    name = getattr(coro_fn, "__qualname__", repr(coro_fn))
+    error = ListenerCancelled(f"{name} raised asyncio.CancelledError although its call was not cancelled")
+    error.__cause__ = exc
+    return error
 
 
 class _Call:

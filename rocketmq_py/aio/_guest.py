@@ -13,7 +13,11 @@ thread only when it has nothing to run. Nothing crosses a thread per call:
   (a consume timeout, a shutdown) cancels that call and waits for it to end.
 
 The guest starts with the first client entered on a loop and ends when the last one leaves, so a
-loop left without clients has no trio run, no helper thread and no sockets.
+loop left without clients has no trio run, no helper thread and no sockets. A client still open
+when the loop shuts down (``asyncio.run`` cancels every task before it closes the loop) is closed
+then, as ``async with`` would have (offsets committed, the client unregistered), with a
+ResourceWarning naming it: a parked *keeper* task of the guest does that when it is cancelled. A
+listener still running then fails with :class:`~rocketmq_py.errors.ListenerCancelled`.
 
 Trio's guest mode waits for I/O in a helper thread whenever trio has nothing to run, and getting
 it back costs a round trip through that thread (a wake-up socket, then the loop's self-pipe): more
@@ -32,10 +36,12 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
+import warnings
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import outcome
 import trio
@@ -57,6 +63,17 @@ _SPIN_TICKS = 8
 #: Loop iterations it keeps trio awake after a call's result went to its asyncio caller, when no
 #: listener runs: the caller resumes in the next iteration and often calls again at once.
 _SPIN_AFTER_RESULT = 2
+#: Seconds the loop's shutdown gives each client left open to close (commit, unregister).
+_LEFT_OPEN_CLOSE_TIMEOUT = 30.0
+
+log = logging.getLogger("rocketmq_py.aio")
+
+
+class _Closable(Protocol):
+    """An open client as the keeper sees it."""
+
+    async def aclose(self) -> None: ...
+
 
 # asyncio's own way of making a task current while it runs a step (private, but what its eager task
 # start does); without them every call starts in its worker's next step.
@@ -112,6 +129,11 @@ class TrioGuest:
         self._loop_workers = 0
         self._loop_waking = False  # a loop worker was woken (or made) and has not run yet
         self.spin_ticks = 0  # loop iterations spent spinning (for tests and benchmarks)
+        #: The clients open on this loop (``open()`` adds, ``aclose()`` removes): closed by the
+        #: keeper if the loop shuts down first.
+        self.open_clients: set[_Closable] = set()
+        self._keeper: asyncio.Task[None] | None = None
+        self._closing_left_open = False
 
     @property
     def nursery(self) -> trio.Nursery | None:
@@ -167,6 +189,31 @@ class TrioGuest:
             self._ready = self._done = None
             self._users -= 1
             raise StateError(f"cannot host the trio clients on this asyncio loop: {exc}") from exc
+        self._keeper = loop.create_task(self._close_left_open(), name="rocketmq_py.aio keeper")
+
+    async def _close_left_open(self) -> None:
+        """Parked for the guest's life; cancelled by the loop's shutdown (``asyncio.run``) while
+        clients are still open, it closes them first, each with a ResourceWarning naming it."""
+        try:
+            await self.loop.create_future()
+        except asyncio.CancelledError:
+            left = list(self.open_clients)
+            if not left:
+                raise
+            self._closing_left_open = True
+            for client in left:
+                try:
+                    async with asyncio.timeout(_LEFT_OPEN_CLOSE_TIMEOUT):
+                        await client.aclose()
+                except Exception as exc:
+                    log.warning("closing %r as its loop shut down failed: %r", client, exc)
+                message = (
+                    f"{client!r} was left open when its asyncio loop shut down: closed then "
+                    "(use `async with`, or await aclose())"
+                )
+                log.warning("%s", message)
+                warnings.warn(message, ResourceWarning, source=client, stacklevel=1)
+            raise
 
     async def _main(self) -> None:
         self._stop = trio.Event()
@@ -182,6 +229,10 @@ class TrioGuest:
             nursery.cancel_scope.cancel()  # calls still running belong to no open client
 
     def _finished(self, result: outcome.Outcome[None]) -> None:
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None and not self._closing_left_open:
+            keeper.cancel()  # nothing left open for it to close
+        self._closing_left_open = False
         ready, done = self._ready, self._done
         idle, self._loop_idle = self._loop_idle, []
         for parked in idle:  # parked loop workers end
@@ -381,7 +432,7 @@ class TrioGuest:
                         return  # the trio run ended
                     handed = parked.wake.result()  # handed over, and cancelled before this step
                     if handed is not None and handed.raise_cancel is None:  # the loop is closing
-                        self._finish_loop_call(handed, outcome.Error(exc))
+                        self._finish_loop_call(handed, outcome.Error(_cut_by_shutdown(handed.coro_fn, exc)))
                         raise
                     me.uncancel()
                 if handed is not None:
@@ -402,8 +453,7 @@ class TrioGuest:
             if call.raise_cancel is not None:  # the call was cancelled (from trio)
                 result = outcome.capture(call.raise_cancel)  # trio's Cancelled, for the trio task
             elif me.cancelling():  # the worker itself is cancelled: the loop is closing
-                result = outcome.Error(exc)
-                self._finish_loop_call(call, result)
+                self._finish_loop_call(call, outcome.Error(_cut_by_shutdown(call.coro_fn, exc)))
                 raise
             else:  # raised by the call itself (it awaited something another task cancelled): it failed
                 result = outcome.Error(_cancelled_by_itself(call.coro_fn, exc))
@@ -443,6 +493,14 @@ class TrioGuest:
     def _abort_spinner(self, _: Any) -> trio.lowlevel.Abort:
         self._spinner = None
         return trio.lowlevel.Abort.SUCCEEDED
+
+
+def _cut_by_shutdown(coro_fn: Callable[..., Any], exc: asyncio.CancelledError) -> ListenerCancelled:
+    """The error for a loop call whose worker the loop's shutdown cancelled (the call failed)."""
+    name = getattr(coro_fn, "__qualname__", repr(coro_fn))
+    error = ListenerCancelled(f"{name} was cancelled: its asyncio loop shut down while it ran")
+    error.__cause__ = exc
+    return error
 
 
 def _cancelled_by_itself(coro_fn: Callable[..., Any], exc: asyncio.CancelledError) -> ListenerCancelled:

@@ -14,7 +14,7 @@ import trio
 from rocketmq_py.aio import Message, Producer, PushConsumer, SendStatus
 from rocketmq_py.errors import ListenerCancelled
 from rocketmq_py.hooks import ConsumeContext, Hook
-from rocketmq_py.protocol import MessageExt
+from rocketmq_py.protocol import MessageExt, RequestCode
 from rocketmq_py.testing import FakeBroker
 
 TOPIC = "AioTopic"
@@ -86,3 +86,34 @@ async def test_a_listener_raising_cancelled_error_fails_its_call_and_the_clients
     assert isinstance(failed.exception, ListenerCancelled)
     assert isinstance(failed.exception.__cause__, asyncio.CancelledError)
     assert hook.contexts[1].success
+
+
+async def test_a_client_left_open_when_asyncio_run_ends_is_closed_and_named(broker: FakeBroker) -> None:
+    """``asyncio.run`` ending with a consumer still open: the loop's shutdown closes it as
+    ``async with`` would have (offsets committed, UNREGISTER_CLIENT sent), with a ResourceWarning
+    naming it; nothing fails on a closed loop. We printed trio's "Event loop is closed" and an
+    abandoned-guest warning, and sent nothing: the group kept a dead member until the broker's
+    channel timeout, and the last offsets were lost."""
+    broker.put_messages(0, [Message(TOPIC, b"a"), Message(TOPIC, b"b")])
+    problems: list[dict[str, Any]] = []
+
+    async def main() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: problems.append(context))
+        got = asyncio.Event()
+
+        async def listener(msgs: list[MessageExt]) -> None:
+            if msgs[-1].body == b"b":
+                got.set()
+
+        consumer = PushConsumer(
+            GROUP, namesrv=broker.address, listener=listener, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
+        )
+        consumer.subscribe(TOPIC)
+        await consumer.open()  # and never closed
+        await asyncio.wait_for(got.wait(), 60)
+
+    with pytest.warns(ResourceWarning, match=r"PushConsumer.*cg-aio-errors.*left open"):
+        await trio.to_thread.run_sync(asyncio.run, main())
+    assert problems == []
+    assert broker.requests(RequestCode.UNREGISTER_CLIENT)
+    assert broker.consumer_offsets.get((GROUP, TOPIC, 0)) == 2

@@ -8,7 +8,8 @@ beyond tags::
                                    JSON); an unknown topic is TOPIC_NOT_EXIST
     SEND_MESSAGE (10),             append to (topic, queue) at the next queue offset, and answer a
     SEND_MESSAGE_V2 (310)          SendMessageResponseHeader: offset msgId (store host + commit-log
-                                   offset), queueId, queueOffset, MSG_REGION, TRACE_ON
+                                   offset), queueId, queueOffset, MSG_REGION, TRACE_ON (of
+                                   ``trace_on``)
     SEND_BATCH_MESSAGE (320)       append every entry of the batch body to one queue; the msgId is
                                    the entries' offset msgIds joined by commas, the queueOffset the
                                    first entry's; a body that does not decode is MESSAGE_ILLEGAL
@@ -186,6 +187,8 @@ class FakeStore:
         self._commit_log_offset = 0
         #: Queue locks: (group, queue) -> (client id, trio time of the last lock or renewal).
         self.locks: dict[tuple[str, MessageQueue], tuple[str, float]] = {}
+        #: What send replies say in ``TRACE_ON`` (the broker's ``traceOn`` setting, default true).
+        self.trace_on = True
         #: POP consumption (QUERY_ASSIGNMENT, POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME).
         self.pop = FakePop(self)
 
@@ -349,7 +352,7 @@ class FakeStore:
             msg_id=stored.offset_msg_id,
             queue_id=queue_id,
             queue_offset=stored.queue_offset,
-            extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"},
+            extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true" if self.trace_on else "false"},
         )
         return _answer(request, header=response)
 
@@ -369,7 +372,7 @@ class FakeStore:
             msg_id=",".join(entry.offset_msg_id for entry in stored),
             queue_id=queue_id,
             queue_offset=stored[0].queue_offset,
-            extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"},
+            extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true" if self.trace_on else "false"},
         )
         return _answer(request, header=response)
 

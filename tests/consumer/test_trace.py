@@ -169,13 +169,13 @@ async def test_a_broker_that_turns_traces_off_gets_no_pub_records(
     ``SendMessageTraceHookImpl.sendMessageAfter`` then writes no record (``SendResult.isTraceOn``).
     We wrote one for every send."""
     _with_trace_topic(cluster)
-    cluster.a._store.trace_on = False
+    cluster.a.trace_on = False
     async with Producer("pg-trace-off", namesrv=cluster.namesrv.address, enable_trace=True) as producer:
         result = await producer.send(Message(cluster.topic, b"untraced"), queue=cluster.queues()[0])
         assert result.trace_on is False
         assert producer._trace is not None
         assert producer._trace.dispatcher.statistics.appended == 0
-    cluster.a._store.trace_on = True
+    cluster.a.trace_on = True
     async with Producer("pg-trace-off", namesrv=cluster.namesrv.address, enable_trace=True) as producer:
         assert (await producer.send(Message(cluster.topic, b"traced"), queue=cluster.queues()[0])).trace_on
     records, _ = _trace(cluster)

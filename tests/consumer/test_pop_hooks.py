@@ -1,7 +1,11 @@
 """POP consumption (``client_rebalance=False``) runs the consume hooks as the concurrent service:
 the context of each listener call on success and each kind of failure, no context without hooks,
 trace records, and a namespace (plain topics for the listener and hooks, wrapped ones in acks).
-Running info lists the popped queues (``mqPopTable``) and rates POP consumption."""
+Running info lists the popped queues (``mqPopTable``) and rates POP consumption.
+
+The fake's POP behaviour, and the broker methods it is read from: ``rocketmq_py/testing/_fake_pop.py``;
+the same behaviour on the real broker: ``integration/test_pop.py`` and ``integration/test_pop_modes.py``.
+"""
 
 from __future__ import annotations
 

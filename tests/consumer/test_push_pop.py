@@ -1,4 +1,8 @@
-"""POP consumption (``client_rebalance=False``) against one FakeBroker playing NameServer and broker."""
+"""POP consumption (``client_rebalance=False``) against one FakeBroker playing NameServer and broker.
+
+The fake's POP behaviour, and the broker methods it is read from: ``rocketmq_py/testing/_fake_pop.py``;
+the same behaviour on the real broker: ``integration/test_pop.py`` and ``integration/test_pop_modes.py``.
+"""
 
 from __future__ import annotations
 

@@ -240,17 +240,9 @@ class PopService:
         }
         return popped, pulled
 
-    async def rebalance_topic(self, topic: str) -> tuple[set[MessageQueue], set[MessageQueue]] | None:
-        """Pop the queues of ``topic`` the broker assigns in POP mode (and no others); return the
-        queues it assigns in POP mode and in PULL mode, ``None`` while the topic has no route.
-
-        Raises:
-            RocketMQError: QUERY_ASSIGNMENT failed (the next round retries).
-        """
-        answer = await self.query_assignment(topic)
-        if answer is None:
-            return None
-        queues, pulled = answer
+    def apply_assignment(self, topic: str, queues: set[MessageQueue], pulled: set[MessageQueue]) -> None:
+        """Pop exactly ``queues`` of ``topic`` (those the broker assigns in POP mode); ``pulled``, the
+        ones it assigns in PULL mode, only tell the log that the group pulls the topic."""
         if pulled and topic not in self._pull_topics:
             self._pull_topics.add(topic)
             log.info("%s: the group reads %s in PULL mode: client rebalance", self._consumer.group, topic)
@@ -263,7 +255,6 @@ class PopService:
             queue = self.queues[mq] = PopQueue(mq)
             nursery.start_soon(self._pop_loop, queue)
             log.info("%s: popping %s", self._consumer.group, mq)
-        return queues, pulled
 
     def running_info(self, *, now: float, wall_ms: float) -> dict[MessageQueue, PopProcessQueueInfo]:
         """The popped queues' lines of running info (``mqPopTable``), Java ``fillPopProcessQueueInfo``.

@@ -360,13 +360,17 @@ class PushConsumer(GroupMember):
 
     async def _rebalance_topic(self, topic: str) -> None:
         if self._pop is not None and not is_retry_topic(topic):
-            assigned = await self._pop.rebalance_topic(topic)
+            assigned = await self._pop.query_assignment(topic)
             if assigned is None:
                 return
             popped, pulled = assigned
             await self._follow_pop_retry_topic(topic, popped=bool(popped), pulled=bool(pulled))
             if not pulled:
-                await self._assignment.drop_topic(topic)  # popped now (or not ours): no more pulls
+                # Popped now (or not ours): hand the pulled queues off first, so that their running
+                # calls end and their offsets are committed before the first pop reads them.
+                await self._assignment.drop_topic(topic)
+            self._pop.apply_assignment(topic, popped, pulled)  # pops stop before pulls start, too
+            if not pulled:
                 return
         allocation = await self._allocate(topic)
         if allocation is None:

@@ -89,9 +89,10 @@ async def test_a_new_pop_group_starts_where_its_init_mode_says(
 class Deliveries:
     """Counts the deliveries of each body; fails first deliveries of the bodies in ``fail``."""
 
-    def __init__(self, fail: frozenset[str] = frozenset()) -> None:
+    def __init__(self, fail: frozenset[str] = frozenset(), slow: frozenset[str] = frozenset()) -> None:
         self.count: Counter[str] = Counter()
         self.fail = fail
+        self.slow = slow
 
     async def __call__(self, msgs: list[MessageExt]) -> ConsumeStatus:
         failed = False
@@ -99,6 +100,8 @@ class Deliveries:
             body = msg.body.decode()
             self.count[body] += 1
             failed |= body in self.fail and msg.reconsume_times == 0
+            if body in self.slow:
+                await trio.sleep(3)  # (within the handoff timeout, 5 s: the handoff waits)
         return ConsumeStatus.RECONSUME_LATER if failed else ConsumeStatus.CONSUME_SUCCESS
 
 
@@ -109,12 +112,17 @@ async def test_a_group_switched_from_pull_to_pop_consumes_each_message_once(
     dropped (committing their offsets) and popping goes on from there. Java:
     ``RebalanceImpl.updateMessageQueueAssignment`` drops every pulled queue of the topic that the
     assignment does not list in PULL mode; broker: ``PopMessageProcessor.getPopOffset`` reads the
-    group's consumer offset, the one its pulls committed. We kept pulling beside the pops: every
-    message after the switch came twice."""
+    group's consumer offset, the one its pulls committed, so the pulled queues are handed off (their
+    running calls finished, the offset committed) before the first pop. We kept pulling beside the
+    pops: every message after the switch came twice; and popping began before the handoff's commit,
+    so what the pulls had consumed came again."""
     broker.pop.modes[(TOPIC, GROUP)] = MessageRequestMode.PULL
-    listener = Deliveries()
+    listener = Deliveries(slow=frozenset({"pulled-9"}))  # still running when the switch comes
     async with make(
-        broker, listener, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+        broker,
+        listener,
+        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        persist_interval=3600,  # the pulls' progress reaches the broker with the handoff only
     ) as consumer:
         broker.put_messages(0, [Message(TOPIC, f"pulled-{n}".encode()) for n in range(10)])
         await wait_until(lambda: len(listener.count) == 10)

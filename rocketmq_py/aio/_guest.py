@@ -36,19 +36,18 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import logging
-import warnings
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import outcome
 import trio
 from sniffio import thread_local as sniffio_thread_local
 
 from rocketmq_py.aio._loop_calls import _LoopCall, _Parked, _Resume
-from rocketmq_py.errors import ListenerCancelled, StateError
+from rocketmq_py.aio._shutdown import Closable, cancelled_by_itself, close_left_open, cut_by_shutdown
+from rocketmq_py.errors import StateError
 
 __all__ = ["TrioGuest", "guest_for_running_loop"]
 
@@ -63,16 +62,6 @@ _SPIN_TICKS = 8
 #: Loop iterations it keeps trio awake after a call's result went to its asyncio caller, when no
 #: listener runs: the caller resumes in the next iteration and often calls again at once.
 _SPIN_AFTER_RESULT = 2
-#: Seconds the loop's shutdown gives each client left open to close (commit, unregister).
-_LEFT_OPEN_CLOSE_TIMEOUT = 30.0
-
-log = logging.getLogger("rocketmq_py.aio")
-
-
-class _Closable(Protocol):
-    """An open client as the keeper sees it."""
-
-    async def aclose(self) -> None: ...
 
 
 # asyncio's own way of making a task current while it runs a step (private, but what its eager task
@@ -131,7 +120,7 @@ class TrioGuest:
         self.spin_ticks = 0  # loop iterations spent spinning (for tests and benchmarks)
         #: The clients open on this loop (``open()`` adds, ``aclose()`` removes): closed by the
         #: keeper if the loop shuts down first.
-        self.open_clients: set[_Closable] = set()
+        self.open_clients: set[Closable] = set()
         self._keeper: asyncio.Task[None] | None = None
         self._closing_left_open = False
 
@@ -198,21 +187,9 @@ class TrioGuest:
             await self.loop.create_future()
         except asyncio.CancelledError:
             left = list(self.open_clients)
-            if not left:
-                raise
-            self._closing_left_open = True
-            for client in left:
-                try:
-                    async with asyncio.timeout(_LEFT_OPEN_CLOSE_TIMEOUT):
-                        await client.aclose()
-                except Exception as exc:
-                    log.warning("closing %r as its loop shut down failed: %r", client, exc)
-                message = (
-                    f"{client!r} was left open when its asyncio loop shut down: closed then "
-                    "(use `async with`, or await aclose())"
-                )
-                log.warning("%s", message)
-                warnings.warn(message, ResourceWarning, source=client, stacklevel=1)
+            if left:
+                self._closing_left_open = True
+                await close_left_open(left)
             raise
 
     async def _main(self) -> None:
@@ -361,7 +338,7 @@ class TrioGuest:
                 return cast(T, stop.value)
             except asyncio.CancelledError as exc:  # not a cancel of the call: nobody cancelled it yet
                 self._loop_idle.append(parked)
-                raise _cancelled_by_itself(coro_fn, exc) from exc
+                raise cancelled_by_itself(coro_fn, exc) from exc
             except BaseException:
                 self._loop_idle.append(parked)
                 raise
@@ -432,7 +409,7 @@ class TrioGuest:
                         return  # the trio run ended
                     handed = parked.wake.result()  # handed over, and cancelled before this step
                     if handed is not None and handed.raise_cancel is None:  # the loop is closing
-                        self._finish_loop_call(handed, outcome.Error(_cut_by_shutdown(handed.coro_fn, exc)))
+                        self._finish_loop_call(handed, outcome.Error(cut_by_shutdown(handed.coro_fn, exc)))
                         raise
                     me.uncancel()
                 if handed is not None:
@@ -453,10 +430,10 @@ class TrioGuest:
             if call.raise_cancel is not None:  # the call was cancelled (from trio)
                 result = outcome.capture(call.raise_cancel)  # trio's Cancelled, for the trio task
             elif me.cancelling():  # the worker itself is cancelled: the loop is closing
-                self._finish_loop_call(call, outcome.Error(_cut_by_shutdown(call.coro_fn, exc)))
+                self._finish_loop_call(call, outcome.Error(cut_by_shutdown(call.coro_fn, exc)))
                 raise
             else:  # raised by the call itself (it awaited something another task cancelled): it failed
-                result = outcome.Error(_cancelled_by_itself(call.coro_fn, exc))
+                result = outcome.Error(cancelled_by_itself(call.coro_fn, exc))
         except BaseException as exc:  # every error crosses to the trio task
             result = outcome.Error(exc)
             if not isinstance(exc, Exception):
@@ -493,22 +470,6 @@ class TrioGuest:
     def _abort_spinner(self, _: Any) -> trio.lowlevel.Abort:
         self._spinner = None
         return trio.lowlevel.Abort.SUCCEEDED
-
-
-def _cut_by_shutdown(coro_fn: Callable[..., Any], exc: asyncio.CancelledError) -> ListenerCancelled:
-    """The error for a loop call whose worker the loop's shutdown cancelled (the call failed)."""
-    name = getattr(coro_fn, "__qualname__", repr(coro_fn))
-    error = ListenerCancelled(f"{name} was cancelled: its asyncio loop shut down while it ran")
-    error.__cause__ = exc
-    return error
-
-
-def _cancelled_by_itself(coro_fn: Callable[..., Any], exc: asyncio.CancelledError) -> ListenerCancelled:
-    """The error for a loop call that raised CancelledError while its task was not being cancelled."""
-    name = getattr(coro_fn, "__qualname__", repr(coro_fn))
-    error = ListenerCancelled(f"{name} raised asyncio.CancelledError although its call was not cancelled")
-    error.__cause__ = exc
-    return error
 
 
 class _Call:

@@ -69,13 +69,19 @@ from rocketmq_py.consumer._flow import (
 from rocketmq_py.consumer._group_client import refresh_quietly
 from rocketmq_py.consumer._listener import ConsumeStatus, Listener, concurrent_status
 from rocketmq_py.consumer._pop_acks import ACK_TIMEOUT, PopAcker, checkpoint_of
+from rocketmq_py.consumer._pop_rules import (
+    POP_FLOW_CONTROL_DELAY_MS,
+    POP_THRESHOLD_FOR_QUEUE,
+    QUERY_ASSIGNMENT_TIMEOUT,
+    failure_delay_s,
+    init_mode,
+    pop_deadline,
+)
 from rocketmq_py.consumer._pull_result import pull_error_delay_ms
 from rocketmq_py.consumer._statistics import PopQueueStatistics
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import (
     ChangeInvisibleTimeRequestHeader,
-    ConsumeFromWhere,
-    ConsumeInitMode,
     MessageExt,
     MessageModel,
     MessageQueue,
@@ -99,34 +105,9 @@ from rocketmq_py.protocol import (
 if TYPE_CHECKING:
     from rocketmq_py.consumer._push import PushConsumer
 
-__all__ = [
-    "POP_BATCH_NUMS",
-    "POP_DELAY_LEVELS_S",
-    "POP_INVISIBLE_TIME_MS",
-    "PopService",
-    "failure_delay_s",
-    "init_mode",
-    "pop_deadline",
-]
+__all__ = ["PopService"]
 
 log = logging.getLogger("rocketmq_py.consumer")
-
-#: How long a popped message stays hidden, ms (Java ``popInvisibleTime``, 60000; 5 s to 300 s).
-POP_INVISIBLE_TIME_MS: Final = 60_000
-MIN_POP_INVISIBLE_TIME_MS: Final = 5_000
-MAX_POP_INVISIBLE_TIME_MS: Final = 300_000
-#: Messages per POP_MESSAGE (Java ``popBatchNums``, 32, also the most allowed).
-POP_BATCH_NUMS: Final = 32
-#: Popped messages of one queue not yet acknowledged before popping pauses (Java
-#: ``popThresholdForQueue``, 96).
-POP_THRESHOLD_FOR_QUEUE: Final = 96
-#: Pause of a queue over that threshold, ms (Java ``PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL``).
-POP_FLOW_CONTROL_DELAY_MS: Final = 50
-#: Seconds a failed message stays hidden, by reconsume count (Java ``popDelayLevel``).
-POP_DELAY_LEVELS_S: Final = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
-#: Seconds for QUERY_ASSIGNMENT (Java ``QUERY_ASSIGNMENT_TIMEOUT``, 3000 ms).
-QUERY_ASSIGNMENT_TIMEOUT: Final = 3.0
-
 
 _POP_OK: Final = (
     ResponseCode.SUCCESS,
@@ -134,31 +115,6 @@ _POP_OK: Final = (
     ResponseCode.POLLING_TIMEOUT,
     ResponseCode.PULL_NOT_FOUND,
 )
-
-
-def init_mode(consume_from_where: ConsumeFromWhere) -> ConsumeInitMode:
-    """POP_MESSAGE's ``initMode`` for a group new to a queue: MIN (its first message) for
-    CONSUME_FROM_FIRST_OFFSET, else MAX (its end), as Java's ``RebalancePushImpl.getConsumeInitMode``."""
-    if consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
-        return ConsumeInitMode.MIN
-    return ConsumeInitMode.MAX
-
-
-def failure_delay_s(reconsume_times: int) -> int:
-    """Seconds a message whose listener call failed stays hidden: the level of its reconsume count,
-    capped at the last (Java ``changePopInvisibleTime`` with delay level 0)."""
-    return POP_DELAY_LEVELS_S[min(reconsume_times, len(POP_DELAY_LEVELS_S) - 1)]
-
-
-def pop_deadline(msgs: Sequence[MessageExt], *, now: float, wall_ms: float) -> float:
-    """The trio time at which ``msgs`` (one pop's) become visible again: their checkpoint's
-    ``popTime + invisibleTime`` (broker's epoch ms) on the clock that reads ``now`` when the wall
-    clock reads ``wall_ms``. No checkpoint: already past (Java ``isPopTimeout``)."""
-    found = checkpoint_of(msgs[0]) if msgs else None
-    if found is None or found[1].pop_time <= 0 or found[1].invisible_time <= 0:
-        return float("-inf")
-    ck = found[1]
-    return now + (ck.pop_time + ck.invisible_time - wall_ms) / 1000
 
 
 @dataclass(eq=False)

@@ -84,12 +84,12 @@ from rocketmq_py.consumer._listener import (
 )
 from rocketmq_py.consumer._member import GroupMember
 from rocketmq_py.consumer._orderly import OrderlyService
-from rocketmq_py.consumer._pop import (
+from rocketmq_py.consumer._pop import PopService
+from rocketmq_py.consumer._pop_rules import (
     MAX_POP_INVISIBLE_TIME_MS,
     MIN_POP_INVISIBLE_TIME_MS,
     POP_BATCH_NUMS,
     POP_INVISIBLE_TIME_MS,
-    PopService,
 )
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._statistics import (

@@ -13,7 +13,7 @@ import pytest
 import trio
 import trio.testing
 
-from rocketmq_py.consumer._pop import POP_DELAY_LEVELS_S, failure_delay_s, init_mode
+from rocketmq_py.consumer._pop_rules import POP_DELAY_LEVELS_S, failure_delay_s, init_mode
 from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
 from rocketmq_py.protocol import (
     ConsumeFromWhere,

@@ -19,7 +19,7 @@ EXTRA_VERSIONS ?= 4.9.7 5.5.0
 VERSION_TESTS ?= integration/test_push_consumer.py \
 	integration/test_lite_pull_consumer.py integration/test_remoting_raw.py integration/test_spark_read.py \
 	integration/test_recall.py integration/test_lite_pull_assign_filter.py integration/test_request_reply.py
-VERSION_TESTS_5X ?= integration/test_pop.py integration/test_trace.py
+VERSION_TESTS_5X ?= integration/test_pop.py integration/test_pop_modes.py integration/test_trace.py
 VERSION_TESTS_LAST ?= integration/test_producer.py
 # Left out there: the producer's client-side fault tests (a paused broker, the NameServer down for
 # a minute), which do not depend on the broker's release and take about 140 s; and the Spark reads

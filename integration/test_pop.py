@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import trio
 
+from integration._pop import keep_sending, pop_group, produce, wait_until
 from rocketmq_py import Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.consumer._listener import ConsumeStatus
 from rocketmq_py.protocol._versions import V5_0_0, V5_1_3
@@ -33,16 +34,6 @@ JAVA_POP_CONSUMER = Path(__file__).parent / "java" / "PopConsumer.java"
 def _pop_brokers(broker_version: int, cluster: Cluster) -> None:
     if broker_version < V5_0_0:
         pytest.skip(f"RocketMQ {cluster.version} has no POP consumption (5.0+)")
-
-
-def pop_group(cluster: Cluster, topic: str) -> str:
-    """A fresh group set to POP mode for ``topic`` on every broker of the cluster."""
-    group = f"it-pop-{uuid.uuid4().hex[:10]}"
-    result = cluster.mqadmin(
-        "setConsumeMode", "-c", "DefaultCluster", "-g", group, "-t", topic, "-m", "POP", "-q", "8"
-    )
-    assert result.ok, result.output
-    return group
 
 
 class Recording:
@@ -79,31 +70,6 @@ def consumer(
     )
     c.subscribe(topic)
     return c
-
-
-async def produce(cluster: Cluster, topic: str, count: int, *, pace: float = 0.0) -> set[bytes]:
-    bodies = set()
-    async with Producer(f"it-pop-producer-{uuid.uuid4().hex[:6]}", namesrv=cluster.namesrv_addr) as producer:
-        for n in range(count):
-            body = f"pop-{n}".encode()
-            await producer.send(Message(topic, body))
-            bodies.add(body)
-            if pace:
-                await trio.sleep(pace)
-    return bodies
-
-
-async def _keep_sending(cluster: Cluster, topic: str) -> None:
-    async with Producer(f"it-pop-traffic-{uuid.uuid4().hex[:6]}", namesrv=cluster.namesrv_addr) as producer:
-        for n in range(10_000):
-            await producer.send(Message(topic, f"traffic-{n}".encode()))
-            await trio.sleep(0.2)
-
-
-async def wait_until(predicate: Callable[[], bool]) -> None:
-    """Poll ``predicate`` until it holds (use under ``trio.fail_after``)."""
-    while not predicate():  # noqa: ASYNC110 - the listeners fill the state
-        await trio.sleep(0.1)
 
 
 async def test_three_consumers_on_two_queues_all_receive(
@@ -157,7 +123,7 @@ async def test_a_hanging_consumer_does_not_pin_its_queues(
         async with consumer(cluster, group, topic, Recording(log, "healthy")), trio.open_nursery() as nursery:
             # Live traffic meanwhile, as in production: the broker's revive service moves on as
             # acknowledgements and checkpoints come in (on an idle group it may wait much longer).
-            nursery.start_soon(_keep_sending, cluster, topic)
+            nursery.start_soon(keep_sending, cluster, topic)
             with trio.fail_after(90):  # the stuck member's messages come back after 10 s
                 await wait_until(lambda: {b for name, b, _ in log if name == "healthy"} >= bodies)
             nursery.cancel_scope.cancel()

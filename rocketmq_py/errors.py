@@ -33,6 +33,7 @@ Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
     │   ├── InvalidRecallHandle       a recall handle that is not one a send returned
     │   └── RecallNotSupported        a recall for a broker older than 5.3.2 (none sent)
     ├── StateError                    the object is in the wrong state (closed, not started)
+    ├── ListenerCancelled             an asyncio listener or callback raised asyncio.CancelledError
     ├── ClusterError                  the local test cluster (rocketmq_py.testing) failed
     └── RouteNotFound                 no route (or no writable queue) for a topic
 
@@ -145,6 +146,7 @@ __all__ = [
     "InvalidParameter",
     "InvalidRecallHandle",
     "InvalidTopic",
+    "ListenerCancelled",
     "LocalProtocolError",
     "MalformedBody",
     "MalformedFrame",
@@ -387,6 +389,16 @@ class RecallNotSupported(ClientError):
 
 class StateError(RocketMQError):
     """The object is in the wrong state for this call (closed, not started, already started)."""
+
+
+class ListenerCancelled(RocketMQError):
+    """An asyncio listener or callback (``rocketmq_py.aio``) raised ``asyncio.CancelledError``
+    although nobody cancelled its call: it awaited something another task cancelled.
+
+    It counts as a failed call, as any exception from a listener (the messages are consumed again
+    later, as Java treats any Throwable); the ``CancelledError`` is its ``__cause__``. Only a cancel
+    of the call itself, or the loop closing, stops a client.
+    """
 
 
 class ClusterError(RocketMQError):

@@ -89,6 +89,7 @@ class SendReply(NamedTuple):
     transaction_id: str | None
     region_id: str | None
     recall_handle: str | None
+    trace_on: bool
 
 
 def send_header_fields(header: SendMessageRequestHeader) -> dict[str, str]:
@@ -112,6 +113,7 @@ def send_reply(reply: RemotingCommand) -> SendReply:
             ext.get("transactionId"),
             ext.get("MSG_REGION"),
             ext.get("recallHandle"),
+            ext.get("TRACE_ON") != "false",  # Java MQClientAPIImpl: off only when the broker says false
         )
     except (KeyError, ValueError) as exc:
         raise MalformedHeader(f"send reply header is missing or garbles {exc}: {dict(ext)}") from None

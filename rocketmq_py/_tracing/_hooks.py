@@ -4,10 +4,11 @@ What Java's ``SendMessageTraceHookImpl``, ``ConsumeMessageTraceHookImpl`` and
 ``EndTransactionTraceHookImpl`` record, on our :class:`~rocketmq_py.hooks.Hook` API:
 
 - a send attempt that got the broker's answer: one ``Pub`` record (failed attempts and oneway
-  sends have no answer and no record, as in Java; neither have sends to the trace topic);
+  sends have no answer and no record, as in Java; neither have sends to the trace topic, nor sends
+  to a broker that answers ``TRACE_ON=false``);
 - a listener call (a lite pull's returned messages): one ``SubBefore`` record per message before,
-  one ``SubAfter`` per message after, sharing a request id; the cost is the call's time divided
-  by its messages; a message whose ``TRACE_ON`` property is ``false`` is left out;
+  one ``SubAfter`` per message after, sharing a request id and stamped with the call's end (Java:
+  the after-context's creation); the cost is the call's time divided by its messages; a message whose ``TRACE_ON`` property is ``false`` is left out;
 - a transaction's end: one ``EndTransaction`` record (:meth:`TraceHook.end_transaction`).
 
 Groups and topics are recorded without the client's namespace, as Java does.
@@ -60,10 +61,10 @@ class TraceHook(Hook):
         return unwrap_name(self.namespace, name)
 
     def after_send(self, ctx: SendContext) -> None:
-        """A ``Pub`` record for an attempt the broker answered."""
+        """A ``Pub`` record for an attempt the broker answered, unless it turned traces off."""
         result = ctx.result
         message = ctx.message
-        if result is None or message.topic.startswith(self.dispatcher.trace_topic):
+        if result is None or not result.trace_on or message.topic.startswith(self.dispatcher.trace_topic):
             return
         if ctx.transactional:
             msg_type = TraceMessageType.TRANSACTION_HALF
@@ -117,7 +118,8 @@ class TraceHook(Hook):
         if begun is None:
             return
         request_id, traced, started, group = begun
-        elapsed = _ms(ctx.elapsed) if ctx.elapsed is not None else _ms(time.time()) - started
+        ended = _ms(time.time())
+        elapsed = _ms(ctx.elapsed) if ctx.elapsed is not None else ended - started
         cost = elapsed // max(len(ctx.messages), 1)
         code = ConsumeReturnType.__members__.get(ctx.return_type or "", ConsumeReturnType.SUCCESS)
         for message in traced:
@@ -129,7 +131,7 @@ class TraceHook(Hook):
                     success=ctx.success,
                     keys=message.properties.get(PropertyKey.KEYS, ""),
                     context_code=code,
-                    timestamp=started,
+                    timestamp=ended,
                     group=group,
                 )
             )

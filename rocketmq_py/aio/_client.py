@@ -50,6 +50,12 @@ class AioClient(Generic[C]):
         self._crash: BaseException | None = None
         self._used = False
 
+    def __repr__(self) -> str:
+        group = getattr(self._client, "group", None)
+        state = "open" if self._guest is not None else ("closed" if self._used else "not opened")
+        named = f" group={group!r}" if group else ""
+        return f"<rocketmq_py.aio.{type(self).__name__}{named} {state}>"
+
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def open(self) -> Self:
@@ -70,6 +76,7 @@ class AioClient(Generic[C]):
             await guest.release()
             raise
         self._guest = guest
+        guest.open_clients.add(self)
         return self
 
     async def aclose(self) -> None:
@@ -82,6 +89,7 @@ class AioClient(Generic[C]):
         guest, self._guest = self._guest, None
         if guest is None:
             return
+        guest.open_clients.discard(self)
         try:
             await guest.call(self._exit)
         finally:

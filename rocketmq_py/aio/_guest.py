@@ -13,7 +13,11 @@ thread only when it has nothing to run. Nothing crosses a thread per call:
   (a consume timeout, a shutdown) cancels that call and waits for it to end.
 
 The guest starts with the first client entered on a loop and ends when the last one leaves, so a
-loop left without clients has no trio run, no helper thread and no sockets.
+loop left without clients has no trio run, no helper thread and no sockets. A client still open
+when the loop shuts down (``asyncio.run`` cancels every task before it closes the loop) is closed
+then, as ``async with`` would have (offsets committed, the client unregistered), with a
+ResourceWarning naming it: a parked *keeper* task of the guest does that when it is cancelled. A
+listener still running then fails with :class:`~rocketmq_py.errors.ListenerCancelled`.
 
 Trio's guest mode waits for I/O in a helper thread whenever trio has nothing to run, and getting
 it back costs a round trip through that thread (a wake-up socket, then the loop's self-pipe): more
@@ -42,6 +46,7 @@ import trio
 from sniffio import thread_local as sniffio_thread_local
 
 from rocketmq_py.aio._loop_calls import _LoopCall, _Parked, _Resume
+from rocketmq_py.aio._shutdown import Closable, cancelled_by_itself, close_left_open, cut_by_shutdown
 from rocketmq_py.errors import StateError
 
 __all__ = ["TrioGuest", "guest_for_running_loop"]
@@ -57,6 +62,7 @@ _SPIN_TICKS = 8
 #: Loop iterations it keeps trio awake after a call's result went to its asyncio caller, when no
 #: listener runs: the caller resumes in the next iteration and often calls again at once.
 _SPIN_AFTER_RESULT = 2
+
 
 # asyncio's own way of making a task current while it runs a step (private, but what its eager task
 # start does); without them every call starts in its worker's next step.
@@ -112,6 +118,11 @@ class TrioGuest:
         self._loop_workers = 0
         self._loop_waking = False  # a loop worker was woken (or made) and has not run yet
         self.spin_ticks = 0  # loop iterations spent spinning (for tests and benchmarks)
+        #: The clients open on this loop (``open()`` adds, ``aclose()`` removes): closed by the
+        #: keeper if the loop shuts down first.
+        self.open_clients: set[Closable] = set()
+        self._keeper: asyncio.Task[None] | None = None
+        self._closing_left_open = False
 
     @property
     def nursery(self) -> trio.Nursery | None:
@@ -167,6 +178,19 @@ class TrioGuest:
             self._ready = self._done = None
             self._users -= 1
             raise StateError(f"cannot host the trio clients on this asyncio loop: {exc}") from exc
+        self._keeper = loop.create_task(self._close_left_open(), name="rocketmq_py.aio keeper")
+
+    async def _close_left_open(self) -> None:
+        """Parked for the guest's life; cancelled by the loop's shutdown (``asyncio.run``) while
+        clients are still open, it closes them first, each with a ResourceWarning naming it."""
+        try:
+            await self.loop.create_future()
+        except asyncio.CancelledError:
+            left = list(self.open_clients)
+            if left:
+                self._closing_left_open = True
+                await close_left_open(left)
+            raise
 
     async def _main(self) -> None:
         self._stop = trio.Event()
@@ -182,6 +206,10 @@ class TrioGuest:
             nursery.cancel_scope.cancel()  # calls still running belong to no open client
 
     def _finished(self, result: outcome.Outcome[None]) -> None:
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None and not self._closing_left_open:
+            keeper.cancel()  # nothing left open for it to close
+        self._closing_left_open = False
         ready, done = self._ready, self._done
         idle, self._loop_idle = self._loop_idle, []
         for parked in idle:  # parked loop workers end
@@ -308,6 +336,9 @@ class TrioGuest:
             except StopIteration as stop:
                 self._loop_idle.append(parked)  # still parked on its wake-up
                 return cast(T, stop.value)
+            except asyncio.CancelledError as exc:  # not a cancel of the call: nobody cancelled it yet
+                self._loop_idle.append(parked)
+                raise cancelled_by_itself(coro_fn, exc) from exc
             except BaseException:
                 self._loop_idle.append(parked)
                 raise
@@ -378,7 +409,7 @@ class TrioGuest:
                         return  # the trio run ended
                     handed = parked.wake.result()  # handed over, and cancelled before this step
                     if handed is not None and handed.raise_cancel is None:  # the loop is closing
-                        self._finish_loop_call(handed, outcome.Error(exc))
+                        self._finish_loop_call(handed, outcome.Error(cut_by_shutdown(handed.coro_fn, exc)))
                         raise
                     me.uncancel()
                 if handed is not None:
@@ -396,11 +427,13 @@ class TrioGuest:
                 value = await _Resume(*call.resume, cancelled=call.raise_cancel is not None)
             result = outcome.Value(value)
         except asyncio.CancelledError as exc:
-            if call.raise_cancel is None:  # the worker itself is cancelled: the loop is closing
-                result = outcome.Error(exc)
-                self._finish_loop_call(call, result)
+            if call.raise_cancel is not None:  # the call was cancelled (from trio)
+                result = outcome.capture(call.raise_cancel)  # trio's Cancelled, for the trio task
+            elif me.cancelling():  # the worker itself is cancelled: the loop is closing
+                self._finish_loop_call(call, outcome.Error(cut_by_shutdown(call.coro_fn, exc)))
                 raise
-            result = outcome.capture(call.raise_cancel)  # trio's Cancelled, for the trio task
+            else:  # raised by the call itself (it awaited something another task cancelled): it failed
+                result = outcome.Error(cancelled_by_itself(call.coro_fn, exc))
         except BaseException as exc:  # every error crosses to the trio task
             result = outcome.Error(exc)
             if not isinstance(exc, Exception):

@@ -210,6 +210,14 @@ class Assignment:
         for state in held:
             consumer._running().start_soon(self._release_when_quiet, state)
 
+    async def drop_topic(self, topic: str) -> None:
+        """Hand off every owned queue of ``topic``: the group no longer pulls it (it pops it now, or
+        no longer subscribes it). Their offsets are committed, so what reads them next goes on there."""
+        states = [state for mq, state in self._consumer._queues.items() if mq.topic == topic]
+        if states:
+            log.info("%s: no longer pulling %s", self._consumer.group, sort_queues(s.mq for s in states))
+            await self.revoke(states, notify=True)
+
     async def _release(self, states: Sequence[QueueState]) -> None:
         """The end of a handoff: commit synchronously, unlock (orderly), forget."""
         consumer = self._consumer

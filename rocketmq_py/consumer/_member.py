@@ -240,6 +240,11 @@ class GroupMember:
         self._subscriptions[topic] = sub
         self._filters[topic] = MessageFilter(sub)
 
+    def _drop_subscription(self, topic: str) -> None:
+        """Stop subscribing ``topic`` (the next heartbeat no longer registers it)."""
+        self._subscriptions.pop(topic, None)
+        self._filters.pop(topic, None)
+
     def _renew_subscription(self, topic: str) -> None:
         """A newer version of ``topic``'s subscription (after a change of its queues, as Java)."""
         expression, kind = self._expressions.get(topic, ("*", ExpressionType.TAG))
@@ -380,6 +385,8 @@ class GroupMember:
         self._rebalance_retry = False
         self._round_started = trio.current_time()
         for topic in list(self._subscriptions):
+            if topic not in self._subscriptions:
+                continue  # dropped by this round (a POP retry topic, once the topic is popped)
             try:
                 await self._rebalance_topic(topic)
             except RocketMQError as exc:

@@ -14,9 +14,19 @@ calls at once (batches of ``consume_batch_max_size``), then:
   per message (:mod:`rocketmq_py.consumer._pop_acks`);
 - failure (RECONSUME_LATER, an exception, ``consume_timeout``): each message becomes visible
   again after the delay of its reconsume count (CHANGE_MESSAGE_INVISIBLETIME; Java's
-  ``popDelayLevel``: 10 s, 30 s, 1 min, 2 min, ..., 2 h); once it has been consumed
-  ``max_reconsume_times`` times it is acknowledged (dropped, with a warning) when it is older
-  than twice the last delay, else delayed to the level its age reached (as Java).
+  ``popDelayLevel``: 10 s, 30 s, 1 min, 2 min, ..., 2 h), and comes back as a copy with reconsume
+  times + 1;
+- a message that failed ``max_reconsume_times + 1`` times (or is popped with more reconsume times
+  than that: no listener call then) goes to the group's dead-letter topic ``%DLQ%<group>``
+  (CONSUMER_SEND_MSG_BACK with delay level -1, as the 5.x proxy forwards a POP message there) and
+  is acknowledged; if the broker refuses, it reappears after its invisible time and is tried
+  again. So a poison message reaches the listener as often as under PULL and ends where PULL's
+  would. (Java's remoting POP client acknowledges it instead, dropping it.)
+
+A batch whose invisible time ran out before it got a listener slot is not consumed (the broker
+has handed its copies out again), and the result of a call that outlived it is ignored (Java
+``ConsumeMessagePopConcurrentlyService.ConsumeRequest``: ``isPopTimeout``). The deadline is the
+checkpoint's ``popTime + invisibleTime``, read on the client's clock when the pop arrives.
 
 A listener call goes through ``consume_call`` as an orderly one does: the consume hooks (trace,
 OpenTelemetry) run around it, and the listener sees plain topics in a namespace (acks wrap them
@@ -28,7 +38,13 @@ queue stops being popped when an assignment no longer lists it (acks of its call
 Messages the subscription's tags do not accept are acknowledged without a listener call.
 
 A topic the group reads in PULL mode (the assignment says so) is consumed by client rebalance
-and pull, as the default; so is the group's retry topic ``%RETRY%group``.
+and pull, as the default; so are the group's retry topics (``%RETRY%group``, and the POP retry topic
+``%RETRY%group_topic``, which the consumer subscribes while the group pulls the topic: the broker
+revives there what was popped and never acknowledged, also after a switch back to PULL).
+Switching the group's mode of a topic (``mqadmin setConsumeMode``) takes effect at the next
+rebalance, as in Java's ``RebalanceImpl.updateMessageQueueAssignment``: a switch to POP hands off
+the pulled queues of the topic (committing their offsets, where popping goes on) and unsubscribes
+the POP retry topic (POP_MESSAGE serves it); a switch to PULL stops the pops and subscribes it.
 """
 
 from __future__ import annotations
@@ -43,6 +59,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from rocketmq_py._client._route import MASTER_ID
+from rocketmq_py.consumer._concurrent import SEND_BACK_TIMEOUT
 from rocketmq_py.consumer._consume_hooks import consume_with_hooks
 from rocketmq_py.consumer._flow import (
     BROKER_SUSPEND_MAX_TIME_MS,
@@ -52,12 +69,19 @@ from rocketmq_py.consumer._flow import (
 from rocketmq_py.consumer._group_client import refresh_quietly
 from rocketmq_py.consumer._listener import ConsumeStatus, Listener, concurrent_status
 from rocketmq_py.consumer._pop_acks import ACK_TIMEOUT, PopAcker, checkpoint_of
+from rocketmq_py.consumer._pop_rules import (
+    POP_FLOW_CONTROL_DELAY_MS,
+    POP_THRESHOLD_FOR_QUEUE,
+    QUERY_ASSIGNMENT_TIMEOUT,
+    failure_delay_s,
+    init_mode,
+    pop_deadline,
+)
 from rocketmq_py.consumer._pull_result import pull_error_delay_ms
 from rocketmq_py.consumer._statistics import PopQueueStatistics
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import (
     ChangeInvisibleTimeRequestHeader,
-    ConsumeFromWhere,
     MessageExt,
     MessageModel,
     MessageQueue,
@@ -81,33 +105,9 @@ from rocketmq_py.protocol import (
 if TYPE_CHECKING:
     from rocketmq_py.consumer._push import PushConsumer
 
-__all__ = [
-    "POP_BATCH_NUMS",
-    "POP_DELAY_LEVELS_S",
-    "POP_INVISIBLE_TIME_MS",
-    "PopService",
-    "failure_delay_s",
-    "init_mode",
-]
+__all__ = ["PopService"]
 
 log = logging.getLogger("rocketmq_py.consumer")
-
-#: How long a popped message stays hidden, ms (Java ``popInvisibleTime``, 60000; 5 s to 300 s).
-POP_INVISIBLE_TIME_MS: Final = 60_000
-MIN_POP_INVISIBLE_TIME_MS: Final = 5_000
-MAX_POP_INVISIBLE_TIME_MS: Final = 300_000
-#: Messages per POP_MESSAGE (Java ``popBatchNums``, 32, also the most allowed).
-POP_BATCH_NUMS: Final = 32
-#: Popped messages of one queue not yet acknowledged before popping pauses (Java
-#: ``popThresholdForQueue``, 96).
-POP_THRESHOLD_FOR_QUEUE: Final = 96
-#: Pause of a queue over that threshold, ms (Java ``PULL_TIME_DELAY_MILLS_WHEN_CACHE_FLOW_CONTROL``).
-POP_FLOW_CONTROL_DELAY_MS: Final = 50
-#: Seconds a failed message stays hidden, by reconsume count (Java ``popDelayLevel``).
-POP_DELAY_LEVELS_S: Final = (10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200)
-#: Seconds for QUERY_ASSIGNMENT (Java ``QUERY_ASSIGNMENT_TIMEOUT``, 3000 ms).
-QUERY_ASSIGNMENT_TIMEOUT: Final = 3.0
-
 
 _POP_OK: Final = (
     ResponseCode.SUCCESS,
@@ -115,34 +115,6 @@ _POP_OK: Final = (
     ResponseCode.POLLING_TIMEOUT,
     ResponseCode.PULL_NOT_FOUND,
 )
-
-
-def init_mode(consume_from_where: ConsumeFromWhere) -> int:
-    """POP_MESSAGE's ``initMode`` for a new group: 1 starts at a queue's first message, 0 at its end."""
-    return 1 if consume_from_where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET else 0
-
-
-def failure_delay_s(
-    reconsume_times: int, *, max_reconsume_times: int, born_ms: int, now_ms: int
-) -> int | None:
-    """Seconds a message whose listener call failed stays hidden; ``None``: acknowledge it (give up).
-
-    Below ``max_reconsume_times`` the level is the reconsume count (capped at the last level).
-    At the limit a message older than twice the last delay is given up, else it waits for the
-    level after the one its age reached (Java ``checkNeedAckOrDelay``).
-    """
-    levels = POP_DELAY_LEVELS_S
-    if reconsume_times < max_reconsume_times:
-        return levels[min(reconsume_times, len(levels) - 1)]
-    age_ms = now_ms - born_ms
-    if age_ms > levels[-1] * 1000 * 2:
-        return None
-    level = 0
-    for index in range(len(levels) - 1, -1, -1):
-        if age_ms >= levels[index] * 1000:
-            level = index + 1
-            break
-    return levels[min(level, len(levels) - 1)]
 
 
 @dataclass(eq=False)
@@ -191,10 +163,10 @@ class PopService:
 
     # --- assignment ----------------------------------------------------------------------------
 
-    async def query_assignment(self, topic: str) -> tuple[set[MessageQueue], bool] | None:
-        """This client's queues of ``topic`` from a broker, and whether the group pops them.
+    async def query_assignment(self, topic: str) -> tuple[set[MessageQueue], set[MessageQueue]] | None:
+        """This client's queues of ``topic`` from a broker: those it pops, those it pulls.
 
-        ``None`` while the topic has no route or no broker answers.
+        ``None`` while the topic has no route.
         """
         consumer = self._consumer
         instance = consumer.instance
@@ -216,27 +188,22 @@ class PopService:
             address, RequestCode.QUERY_ASSIGNMENT, None, encode_body(body), timeout=QUERY_ASSIGNMENT_TIMEOUT
         )
         assignments = decode_body(QueryAssignmentResponseBody, reply.body).message_queue_assignments
-        queues = {a.message_queue for a in assignments if a.message_queue is not None}
-        pop = bool(assignments) and all(a.mode is MessageRequestMode.POP for a in assignments)
-        return queues, pop
+        popped = {
+            a.message_queue for a in assignments if a.message_queue and a.mode is MessageRequestMode.POP
+        }
+        pulled = {
+            a.message_queue for a in assignments if a.message_queue and a.mode is not MessageRequestMode.POP
+        }
+        return popped, pulled
 
-    async def rebalance_topic(self, topic: str) -> bool:
-        """Apply the broker's assignment of ``topic``; False: the group pulls it (client rebalance).
-
-        Raises:
-            RocketMQError: QUERY_ASSIGNMENT failed (the next round retries).
-        """
-        answer = await self.query_assignment(topic)
-        if answer is None:
-            return True
-        queues, pop = answer
-        if queues and not pop:
-            if topic not in self._pull_topics:
-                self._pull_topics.add(topic)
-                log.info("%s: the group reads %s in PULL mode: client rebalance", self._consumer.group, topic)
-            self._drop(topic, set())
-            return False
-        self._pull_topics.discard(topic)
+    def apply_assignment(self, topic: str, queues: set[MessageQueue], pulled: set[MessageQueue]) -> None:
+        """Pop exactly ``queues`` of ``topic`` (those the broker assigns in POP mode); ``pulled``, the
+        ones it assigns in PULL mode, only tell the log that the group pulls the topic."""
+        if pulled and topic not in self._pull_topics:
+            self._pull_topics.add(topic)
+            log.info("%s: the group reads %s in PULL mode: client rebalance", self._consumer.group, topic)
+        elif queues:
+            self._pull_topics.discard(topic)
         self._drop(topic, queues)
         nursery = self._nursery
         assert nursery is not None, "the pop service runs before any rebalance"
@@ -244,7 +211,6 @@ class PopService:
             queue = self.queues[mq] = PopQueue(mq)
             nursery.start_soon(self._pop_loop, queue)
             log.info("%s: popping %s", self._consumer.group, mq)
-        return True
 
     def running_info(self, *, now: float, wall_ms: float) -> dict[MessageQueue, PopProcessQueueInfo]:
         """The popped queues' lines of running info (``mqPopTable``), Java ``fillPopProcessQueueInfo``.
@@ -350,6 +316,7 @@ class PopService:
 
     def _hand_over(self, queue: PopQueue, msgs: list[MessageExt]) -> None:
         consumer = self._consumer
+        deadline = pop_deadline(msgs, now=trio.current_time(), wall_ms=time.time() * 1000)
         msg_filter = consumer._filters.get(queue.mq.topic)
         accepted = msg_filter.filter_messages(msgs) if msg_filter is not None else msgs
         nursery = self._nursery
@@ -358,13 +325,23 @@ class PopService:
         if len(accepted) != len(msgs):
             kept = {id(m) for m in accepted}
             nursery.start_soon(self._ack_all, queue, [m for m in msgs if id(m) not in kept])
+        tired = [m for m in accepted if m.reconsume_times > consumer.max_reconsume_times]
+        if tired:
+            log.warning(
+                "%s: %d messages popped with more than %d reconsume times: to the dead-letter queue",
+                consumer.group,
+                len(tired),
+                consumer.max_reconsume_times,
+            )
+            nursery.start_soon(self._dead_letter, queue, tired)
+            accepted = [m for m in accepted if m.reconsume_times <= consumer.max_reconsume_times]
         size = consumer.consume_batch_max_size
         for at in range(0, len(accepted), size):
-            nursery.start_soon(self._consume, queue, accepted[at : at + size])
+            nursery.start_soon(self._consume, queue, accepted[at : at + size], deadline)
 
     # --- consuming -----------------------------------------------------------------------------
 
-    async def _consume(self, queue: PopQueue, msgs: list[MessageExt]) -> None:
+    async def _consume(self, queue: PopQueue, msgs: list[MessageExt], deadline: float) -> None:
         consumer = self._consumer
         listener = consumer.listener
         assert listener is not None
@@ -372,16 +349,28 @@ class PopService:
             self._no_calls = trio.Event()
         self._calls += 1
         try:
-            await self._consume_now(queue, msgs, listener)
+            await self._consume_now(queue, msgs, listener, deadline)
         finally:
             self._calls -= 1
             if self._calls == 0:
                 self._no_calls.set()
 
-    async def _consume_now(self, queue: PopQueue, msgs: list[MessageExt], listener: Listener) -> None:
+    async def _consume_now(
+        self, queue: PopQueue, msgs: list[MessageExt], listener: Listener, deadline: float
+    ) -> None:
         consumer = self._consumer
         async with self._limiter:
             started = trio.current_time()
+            if started >= deadline:
+                log.info(
+                    "%s: %d messages of %s waited past their invisible time: not consumed (the broker "
+                    "hands them out again)",
+                    consumer.group,
+                    len(msgs),
+                    queue.mq,
+                )
+                queue.waiting_ack -= len(msgs)
+                return
             status = await consume_with_hooks(
                 consumer._hooks,
                 listener,
@@ -396,6 +385,16 @@ class PopService:
                 orderly=False,
                 started=started,
             )
+            if trio.current_time() >= deadline:
+                log.warning(
+                    "%s: a listener call on %d messages of %s outlived their invisible time: its "
+                    "result is ignored (the broker hands them out again)",
+                    consumer.group,
+                    len(msgs),
+                    queue.mq,
+                )
+                queue.waiting_ack -= len(msgs)
+                return
             ok = status is ConsumeStatus.CONSUME_SUCCESS
             consumer._counters.count_consume(queue.mq.topic, len(msgs), ok, started)
             if ok:
@@ -412,20 +411,52 @@ class PopService:
 
     async def _retry_later(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
         consumer = self._consumer
+        spent = [m for m in msgs if m.reconsume_times >= consumer.max_reconsume_times]
         for msg in msgs:
-            delay = failure_delay_s(
-                msg.reconsume_times,
-                max_reconsume_times=consumer.max_reconsume_times,
-                born_ms=msg.born_timestamp,
-                now_ms=int(time.time() * 1000),
+            if msg.reconsume_times < consumer.max_reconsume_times:
+                await self._change_invisible_time(msg, failure_delay_s(msg.reconsume_times) * 1000)
+                queue.waiting_ack -= 1
+        if spent:
+            log.warning(
+                "%s: %d messages failed %d times: to the dead-letter queue",
+                consumer.group,
+                len(spent),
+                consumer.max_reconsume_times + 1,
             )
-            if delay is None:
-                log.warning("%s: %s was consumed too many times: acknowledged", consumer.group, msg)
-                assert self._acker is not None
-                await self._acker.ack([msg])
-            else:
-                await self._change_invisible_time(msg, delay * 1000)
-            queue.waiting_ack -= 1
+            await self._dead_letter(queue, spent)
+
+    async def _dead_letter(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
+        """Send each of ``msgs`` to the group's DLQ and acknowledge it; one the broker did not take
+        is left to reappear after its invisible time (and tried again then)."""
+        consumer = self._consumer
+        instance = consumer.instance
+        sent: list[MessageExt] = []
+        for msg in msgs:
+            found = checkpoint_of(msg)
+            if found is None:
+                continue
+            ck = found[1]
+            topic = self._wire_topic(msg)
+            try:
+                address = await instance.routes.require_master(topic, ck.broker_name)
+                await instance.api.consumer_send_msg_back(
+                    address,
+                    msg,
+                    consumer.group,
+                    delay_level=-1,  # the dead-letter queue at once
+                    max_reconsume_times=consumer.max_reconsume_times,
+                    broker_name=ck.broker_name,
+                    origin_topic=ck.stored_topic(topic, consumer.group),
+                    timeout=SEND_BACK_TIMEOUT,
+                )
+                sent.append(msg)
+            except RocketMQError as exc:
+                log.warning(
+                    "%s: %s could not go to the dead-letter queue: %s", consumer.group, msg.msg_id, exc
+                )
+        queue.waiting_ack -= len(msgs) - len(sent)
+        if sent:
+            await self._ack_all(queue, sent)
 
     def _wire_topic(self, msg: MessageExt) -> str:
         """``msg``'s topic as the brokers know it (the listener call took the namespace off)."""

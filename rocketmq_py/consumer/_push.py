@@ -84,12 +84,12 @@ from rocketmq_py.consumer._listener import (
 )
 from rocketmq_py.consumer._member import GroupMember
 from rocketmq_py.consumer._orderly import OrderlyService
-from rocketmq_py.consumer._pop import (
+from rocketmq_py.consumer._pop import PopService
+from rocketmq_py.consumer._pop_rules import (
     MAX_POP_INVISIBLE_TIME_MS,
     MIN_POP_INVISIBLE_TIME_MS,
     POP_BATCH_NUMS,
     POP_INVISIBLE_TIME_MS,
-    PopService,
 )
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._statistics import (
@@ -113,6 +113,8 @@ from rocketmq_py.protocol import (
     MessageExt,
     MessageModel,
     MessageQueue,
+    is_retry_topic,
+    pop_retry_topic,
     retry_topic,
     unwrap_queue,
     wrap_name,
@@ -357,12 +359,19 @@ class PushConsumer(GroupMember):
     # --- rebalance -----------------------------------------------------------------------------------
 
     async def _rebalance_topic(self, topic: str) -> None:
-        if (
-            self._pop is not None
-            and topic != retry_topic(self.group)
-            and await self._pop.rebalance_topic(topic)
-        ):
-            return
+        if self._pop is not None and not is_retry_topic(topic):
+            assigned = await self._pop.query_assignment(topic)
+            if assigned is None:
+                return
+            popped, pulled = assigned
+            await self._follow_pop_retry_topic(topic, popped=bool(popped), pulled=bool(pulled))
+            if not pulled:
+                # Popped now (or not ours): hand the pulled queues off first, so that their running
+                # calls end and their offsets are committed before the first pop reads them.
+                await self._assignment.drop_topic(topic)
+            self._pop.apply_assignment(topic, popped, pulled)  # pops stop before pulls start, too
+            if not pulled:
+                return
         allocation = await self._allocate(topic)
         if allocation is None:
             return
@@ -376,6 +385,24 @@ class PushConsumer(GroupMember):
             )
             return
         await self._assignment.apply(topic, allocation)
+
+    async def _follow_pop_retry_topic(self, topic: str, *, popped: bool, pulled: bool) -> None:
+        """Subscribe ``topic``'s POP retry topic while the group pulls the topic, not while it pops it
+        (Java ``RebalanceImpl.updateMessageQueueAssignment``)."""
+        retry = pop_retry_topic(topic, self.group)
+        if pulled and not popped and retry not in self._subscriptions:
+            log.info(
+                "%s: %s is pulled: subscribing %s for what was popped and revived", self.group, topic, retry
+            )
+            self._set_subscription(retry, "*", ExpressionType.TAG)
+            self.instance.routes.use_topic(retry)
+            self.instance.heartbeat_soon()
+            self._rebalance_now.set()
+        elif popped and not pulled and retry in self._subscriptions:
+            log.info("%s: %s is popped: unsubscribing %s (POP_MESSAGE serves it)", self.group, topic, retry)
+            self._drop_subscription(retry)
+            self.instance.heartbeat_soon()
+            await self._assignment.drop_topic(retry)
 
     def _after_rebalance(self) -> None:
         self._limits = self.flow_limits.per_queue_from_topic(len(self._queues))

@@ -484,6 +484,7 @@ class Producer(SendPath):
             result.transaction_id,
             result.region_id,
             None,  # brokers give batches no recall handle
+            result.trace_on,
         )
 
     async def recall(

@@ -410,6 +410,7 @@ class SendPath:
             reply.transaction_id,
             reply.region_id,
             reply.recall_handle,
+            reply.trace_on,
         )
 
     def _batch_uniq_keys(self, messages: Sequence[Message]) -> list[str]:

@@ -60,6 +60,8 @@ class SendResult:
         region_id: the broker's region (``MSG_REGION``), if it reported one.
         recall_handle: for a message with a delivery time stored by a 5.3.2+ broker, the handle
             :meth:`rocketmq_py.Producer.recall` takes to cancel it before that time; else ``None``.
+        trace_on: whether the broker wants message traces of its sends (its ``traceOn``, reply
+            field ``TRACE_ON``): a traced producer writes no ``Pub`` record when it does not.
     """
 
     status: SendStatus
@@ -70,6 +72,7 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str | None = None
     recall_handle: str | None = None
+    trace_on: bool = True
 
 
 class LocalTransactionState(enum.IntEnum):

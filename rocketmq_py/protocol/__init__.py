@@ -146,6 +146,7 @@ from rocketmq_py.protocol._pop import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
     ChangeInvisibleTimeResponseHeader,
+    ConsumeInitMode,
     MessageQueueAssignment,
     MessageRequestMode,
     PopCheckpoint,
@@ -156,6 +157,7 @@ from rocketmq_py.protocol._pop import (
     build_offset_info,
     parse_offset_info,
     pop_checkpoints,
+    pop_retry_topic,
     retry_mark,
 )
 from rocketmq_py.protocol._properties import (
@@ -253,6 +255,7 @@ __all__ = [
     "CheckTransactionStateRequestHeader",
     "CompressionType",
     "ConsumeFromWhere",
+    "ConsumeInitMode",
     "ConsumeMessageDirectlyResult",
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumeRateStatus",
@@ -377,6 +380,7 @@ __all__ = [
     "parse_fastjson",
     "parse_offset_info",
     "pop_checkpoints",
+    "pop_retry_topic",
     "pull_request_header",
     "pull_sys_flag",
     "pushed_reply_command",

@@ -46,6 +46,7 @@ __all__ = [
     "AckMessageRequestHeader",
     "ChangeInvisibleTimeRequestHeader",
     "ChangeInvisibleTimeResponseHeader",
+    "ConsumeInitMode",
     "MessageQueueAssignment",
     "MessageRequestMode",
     "PopCheckpoint",
@@ -56,6 +57,7 @@ __all__ = [
     "build_offset_info",
     "parse_offset_info",
     "pop_checkpoints",
+    "pop_retry_topic",
     "retry_mark",
 ]
 
@@ -66,6 +68,19 @@ _SEPARATOR: Final = " "  # MessageConst.KEY_SEPARATOR
 RETRY_NONE: Final = "0"
 RETRY_V1: Final = "1"
 RETRY_V2: Final = "2"
+
+
+class ConsumeInitMode(enum.IntEnum):
+    """POP_MESSAGE's ``initMode``: where a group with no offset on a queue starts (Java
+    ``common/constant/ConsumeInitMode``; the broker's ``PopMessageProcessor.getInitOffset``).
+
+    ``MIN`` starts at the queue's first message. ``MAX`` starts at its last one (max offset - 1),
+    unless the broker's ``initPopOffsetByCheckMsgInMem`` (on by default) finds the queue's first
+    message still in memory, when it starts at 0. A retry topic always starts at its first message.
+    """
+
+    MIN = 0
+    MAX = 1
 
 
 class MessageRequestMode(enum.StrEnum):
@@ -116,7 +131,8 @@ class PopMessageRequestHeader:
     """POP_MESSAGE (200050) request header.
 
     ``queue_id`` -1 pops from any of the topic's queues on that broker. ``poll_time`` is the
-    long-poll time in ms; ``init_mode`` 0 starts a new group at the queue's end, 1 at its start.
+    long-poll time in ms; ``init_mode`` is a :class:`ConsumeInitMode` (0 starts a new group at the
+    queue's first message, 1 at its end).
     """
 
     REQUEST_CODE: ClassVar[int | None] = RequestCode.POP_MESSAGE
@@ -212,6 +228,15 @@ prepare_headers(
 # --- the checkpoint string -----------------------------------------------------------------------
 
 
+def pop_retry_topic(topic: str, group: str, *, v2: bool = False) -> str:
+    """The topic a broker revives ``group``'s unacknowledged POP messages of ``topic`` into.
+
+    ``%RETRY%<group>_<topic>`` (v1, the default), or ``%RETRY%<group>+<topic>`` on brokers with
+    ``enableRetryTopicV2`` (Java ``KeyBuilder.buildPopRetryTopic``).
+    """
+    return f"{_RETRY_PREFIX}{group}{'+' if v2 else '_'}{topic}"
+
+
 def retry_mark(topic: str) -> str:
     """The checkpoint's ``retry`` field for a message stored in ``topic``."""
     if topic.startswith(_RETRY_PREFIX):
@@ -280,11 +305,9 @@ class PopCheckpoint:
 
     def stored_topic(self, topic: str, group: str) -> str:
         """The topic the message is stored in, given its original ``topic`` and the group."""
-        if self.retry == RETRY_V1:
-            return f"{_RETRY_PREFIX}{group}_{topic}"
-        if self.retry == RETRY_V2:
-            return f"{_RETRY_PREFIX}{group}+{topic}"
-        return topic
+        if self.retry == RETRY_NONE:
+            return topic
+        return pop_retry_topic(topic, group, v2=self.retry == RETRY_V2)
 
 
 def parse_offset_info(text: str | None) -> dict[str, tuple[int, ...]]:

@@ -18,7 +18,7 @@ from rocketmq_py.consumer._flow import (
     SUSPEND_CURRENT_QUEUE_TIME_MS,
     FlowLimits,
 )
-from rocketmq_py.consumer._pop import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS
+from rocketmq_py.consumer._pop_rules import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS
 from rocketmq_py.consumer._push import Listener, PopQueueStatistics, QueueStatistics, RebalanceListener
 from rocketmq_py.consumer._push import PushConsumer as AsyncPushConsumer
 from rocketmq_py.hooks import Hook

@@ -168,6 +168,7 @@ class FakeBroker:
         self._nursery: trio.Nursery | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._store = FakeStore(self, auto_create_topics=auto_create_topics)
+        self._defaults = defaults
         if defaults:
             self._store.install(self._handlers)
 
@@ -190,6 +191,8 @@ class FakeBroker:
             raise
         host, port = listeners[0].socket.getsockname()[:2]
         self._address = f"{host}:{port}"
+        if self._defaults:
+            nursery.start_soon(self._store.pop.revive_loop)
         self._nursery = nursery
         self._exit_stack = stack
         return self
@@ -485,6 +488,28 @@ class FakeBroker:
     def pop(self) -> FakePop:
         """The POP side: acknowledged and re-timed messages, and the mode per (topic, group)."""
         return self._store.pop
+
+    @property
+    def first_in_memory(self) -> bool:
+        """Whether each queue's first message is still in the broker's memory (default true, as on a
+        young broker): then QUERY_CONSUMER_OFFSET answers 0 for a group with no offset on a queue
+        that holds messages, and a new group starts at its beginning whatever its consume-from-where
+        (``ConsumerManageProcessor.queryConsumerOffset``). Set false to model a broker whose first
+        messages left memory: "not found", and the consumer's consume-from-where decides."""
+        return self._store.first_in_memory
+
+    @first_in_memory.setter
+    def first_in_memory(self, value: bool) -> None:
+        self._store.first_in_memory = value
+
+    @property
+    def trace_on(self) -> bool:
+        """What send replies say in ``TRACE_ON`` (the broker's ``traceOn``, default true)."""
+        return self._store.trace_on
+
+    @trace_on.setter
+    def trace_on(self, value: bool) -> None:
+        self._store.trace_on = value
 
     @property
     def consumer_offsets(self) -> dict[tuple[str, str, int], int]:

@@ -8,7 +8,8 @@ beyond tags::
                                    JSON); an unknown topic is TOPIC_NOT_EXIST
     SEND_MESSAGE (10),             append to (topic, queue) at the next queue offset, and answer a
     SEND_MESSAGE_V2 (310)          SendMessageResponseHeader: offset msgId (store host + commit-log
-                                   offset), queueId, queueOffset, MSG_REGION, TRACE_ON
+                                   offset), queueId, queueOffset, MSG_REGION, TRACE_ON (of
+                                   ``trace_on``)
     SEND_BATCH_MESSAGE (320)       append every entry of the batch body to one queue; the msgId is
                                    the entries' offset msgIds joined by commas, the queueOffset the
                                    first entry's; a body that does not decode is MESSAGE_ILLEGAL
@@ -16,8 +17,10 @@ beyond tags::
                                    the queue (held up to suspendTimeoutMillis when the SUSPEND flag
                                    is set, like long polling); PULL_OFFSET_MOVED outside [min, max];
                                    PULL_RETRY_IMMEDIATELY when the tag filter matched nothing
-    QUERY_CONSUMER_OFFSET (14),    a committed-offset table per (group, topic, queue)
-    UPDATE_CONSUMER_OFFSET (15)
+    QUERY_CONSUMER_OFFSET (14),    a committed-offset table per (group, topic, queue); a group with
+    UPDATE_CONSUMER_OFFSET (15)    no offset gets 0 while the queue's first message is in memory
+                                   (``first_in_memory``, default true: a young broker; a 4.x fake
+                                   also for an empty queue), else QUERY_NOT_FOUND
     GET_MAX_OFFSET (30),           the queue's bounds (min is always 0: nothing is ever deleted)
     GET_MIN_OFFSET (31)
     SEARCH_OFFSET_BY_TIMESTAMP     the first offset stored at or after the timestamp, else the
@@ -99,7 +102,7 @@ from rocketmq_py.protocol._message import Message, MessageExt
 from rocketmq_py.protocol._names import dlq_topic, is_retry_topic, retry_topic
 from rocketmq_py.protocol._properties import PropertyKey, decode_properties
 from rocketmq_py.protocol._stored import encode_stored_message
-from rocketmq_py.protocol._versions import V5_1_1
+from rocketmq_py.protocol._versions import V5_0_0, V5_1_1
 from rocketmq_py.testing._fake_pop import FakePop
 
 if TYPE_CHECKING:
@@ -186,6 +189,13 @@ class FakeStore:
         self._commit_log_offset = 0
         #: Queue locks: (group, queue) -> (client id, trio time of the last lock or renewal).
         self.locks: dict[tuple[str, MessageQueue], tuple[str, float]] = {}
+        #: Whether each queue's first message is still in the broker's memory (page cache): true on
+        #: a young broker. QUERY_CONSUMER_OFFSET then answers 0 for a group with no offset on a
+        #: queue that holds messages, so a new group starts at the beginning whatever its
+        #: consume-from-where; false models a broker whose first messages left memory.
+        self.first_in_memory = True
+        #: What send replies say in ``TRACE_ON`` (the broker's ``traceOn`` setting, default true).
+        self.trace_on = True
         #: POP consumption (QUERY_ASSIGNMENT, POP_MESSAGE, ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME).
         self.pop = FakePop(self)
 
@@ -349,7 +359,7 @@ class FakeStore:
             msg_id=stored.offset_msg_id,
             queue_id=queue_id,
             queue_offset=stored.queue_offset,
-            extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"},
+            extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true" if self.trace_on else "false"},
         )
         return _answer(request, header=response)
 
@@ -369,7 +379,7 @@ class FakeStore:
             msg_id=",".join(entry.offset_msg_id for entry in stored),
             queue_id=queue_id,
             queue_offset=stored[0].queue_offset,
-            extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"},
+            extra={"MSG_REGION": "DefaultRegion", "TRACE_ON": "true" if self.trace_on else "false"},
         )
         return _answer(request, header=response)
 
@@ -428,8 +438,17 @@ class FakeStore:
         header = _parse(QueryConsumerOffsetRequestHeader, request)
         committed = self.consumer_offsets.get((header.consumer_group, header.topic, header.queue_id))
         if committed is None:
-            # As the broker: 0 for a queue that never held a message, unless told not to.
-            if header.set_zero_if_not_found is False or self.queues.get((header.topic, header.queue_id)):
+            # As the broker (ConsumerManageProcessor.queryConsumerOffset), for a group with no offset
+            # on a queue whose min offset is 0 (the fake deletes nothing): 5.x answers 0 while the
+            # queue's first message is in memory (checkInMemByConsumeOffset: false for an empty
+            # queue), unless told not to; 4.x answers 0 unless that message is on disk only
+            # (!checkInDiskByConsumeOffset: true for an empty queue). Else: not found.
+            held = bool(self.queues.get((header.topic, header.queue_id)))
+            if self._broker.version >= V5_0_0:
+                zero = header.set_zero_if_not_found is not False and held and self.first_in_memory
+            else:
+                zero = not held or self.first_in_memory
+            if not zero:
                 raise broker_error_for(
                     ResponseCode.QUERY_NOT_FOUND, "Not found, maybe this group consumer boot first"
                 )

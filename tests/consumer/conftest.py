@@ -72,6 +72,25 @@ class Cluster:
             ),
         )
 
+    def first_messages_out_of_memory(self) -> None:
+        """Make both brokers answer QUERY_CONSUMER_OFFSET "not found" for a group with no offset on
+        a queue holding messages, as a broker does once the queue's first message left memory, so
+        that the consumer's consume-from-where decides where it starts. (A young broker answers 0,
+        and a new group starts at the beginning whatever it asked: the fake's default, as
+        ``ConsumerManageProcessor.queryConsumerOffset``; on the real broker,
+        ``integration/test_push_consumer.py::test_consume_from_timestamp_searches_by_store_time_and_keeps_javas_fresh_queue_quirk``.)"""
+        for fb in self.brokers:
+            fb.first_in_memory = False
+
+    def group_consumed_before(self) -> None:
+        """Commit offset 0 for the group on every queue of the topic and its retry topic: a group that
+        consumed them before, so the consumer reads its offsets from the brokers and commits them back
+        even where it consumes nothing. (A 5.x broker answers "not found" for an empty queue the group
+        never committed: ``ConsumerManageProcessor.queryConsumerOffset``.)"""
+        for topic in (self.topic, self.retry):
+            for mq in self.queues(topic):
+                self.broker(mq).consumer_offsets[(self.group, mq.topic, mq.queue_id)] = 0
+
     def broker(self, mq: MessageQueue | str) -> FakeBroker:
         name = mq if isinstance(mq, str) else mq.broker_name
         return {self.a.broker_name: self.a, self.b.broker_name: self.b}[name]

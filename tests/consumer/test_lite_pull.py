@@ -152,6 +152,7 @@ async def test_seek_to_begin_end_and_timestamp(
     cluster: Cluster, make_lite: MakeLite, autojump_clock: trio.testing.MockClock
 ) -> None:
     a0 = cluster.queues()[0]
+    cluster.first_messages_out_of_memory()  # so that CONSUME_FROM_LAST_OFFSET decides the start
     for n, ts in enumerate((1_000, 2_000, 3_000, 3_000, 4_000)):
         cluster.a.put_messages(0, [Message(a0.topic, f"m{n}".encode())], store_timestamp=ts)
     async with make_lite(consume_from_where="CONSUME_FROM_LAST_OFFSET") as consumer:
@@ -225,6 +226,7 @@ async def test_auto_commit_every_5_seconds_commits_after_the_last_polled(
     cluster: Cluster, make_lite: MakeLite, autojump_clock: trio.testing.MockClock
 ) -> None:
     a0 = cluster.queues()[0]
+    cluster.first_messages_out_of_memory()  # no offset from the broker: the start is computed
     cluster.put(a0, 25)
     async with make_lite() as consumer:
         consumer.assign([a0])
@@ -452,6 +454,7 @@ async def test_auto_commit_sends_only_assigned_queues(
     cluster: Cluster, make_lite: MakeLite, autojump_clock: trio.testing.MockClock
 ) -> None:
     a0, a1, _, _ = cluster.queues()
+    cluster.first_messages_out_of_memory()  # else the broker answers 0 for a1: "never committed"
     cluster.put(a1, 3)
     async with make_lite() as consumer:
         consumer.assign([a0])

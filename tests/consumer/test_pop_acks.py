@@ -1,4 +1,8 @@
-"""POP acknowledgements: BATCH_ACK_MESSAGE to 5.1.3+ brokers, coalesced; ACK_MESSAGE otherwise."""
+"""POP acknowledgements: BATCH_ACK_MESSAGE to 5.1.3+ brokers, coalesced; ACK_MESSAGE otherwise.
+
+The fake's POP behaviour, and the broker methods it is read from: ``rocketmq_py/testing/_fake_pop.py``;
+the same behaviour on the real broker: ``integration/test_pop.py`` and ``integration/test_pop_modes.py``.
+"""
 
 from __future__ import annotations
 

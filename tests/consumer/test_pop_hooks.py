@@ -1,7 +1,11 @@
 """POP consumption (``client_rebalance=False``) runs the consume hooks as the concurrent service:
 the context of each listener call on success and each kind of failure, no context without hooks,
 trace records, and a namespace (plain topics for the listener and hooks, wrapped ones in acks).
-Running info lists the popped queues (``mqPopTable``) and rates POP consumption."""
+Running info lists the popped queues (``mqPopTable``) and rates POP consumption.
+
+The fake's POP behaviour, and the broker methods it is read from: ``rocketmq_py/testing/_fake_pop.py``;
+the same behaviour on the real broker: ``integration/test_pop.py`` and ``integration/test_pop_modes.py``.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from rocketmq_py.protocol import (
     Message,
     MessageExt,
     PopCheckpoint,
+    PropertyKey,
     parse_fastjson,
 )
 from rocketmq_py.protocol._trace import (
@@ -172,7 +177,10 @@ async def test_pop_without_hooks_builds_no_context(
 
 async def test_pop_consumption_is_traced(broker: FakeBroker, autojump_clock: trio.testing.MockClock) -> None:
     broker.add_topic(TRACE_TOPIC, queues=1)
-    broker.put_messages(0, [Message(TOPIC, b"p", keys=["key-p"])])
+    # A producer's unique id: the failed delivery's retry copy (PopReviveService.reviveRetry copies
+    # the properties) carries it too, so both deliveries trace under one msgId.
+    unique = {PropertyKey.UNIQ_KEY: "7F0000010000000000000000000000AA"}
+    broker.put_messages(0, [Message(TOPIC, b"p", keys=["key-p"], properties=unique)])
     calls = 0
 
     async def listener(msgs: list[MessageExt]) -> ConsumeStatus:

@@ -288,7 +288,8 @@ async def test_last_offset_starts_at_the_max_offset_when_the_group_has_no_offset
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     a0 = cluster.queues()[0]
-    cluster.put(a0, 5)  # QUERY_CONSUMER_OFFSET: QUERY_NOT_FOUND (the queue is not fresh)
+    cluster.first_messages_out_of_memory()  # QUERY_CONSUMER_OFFSET: QUERY_NOT_FOUND
+    cluster.put(a0, 5)
     async with make_consumer() as consumer:
         assert consumer.offsets.get(a0) == -1
         assert cluster.pulls(cluster.a, a0)[0].queue_offset == 5
@@ -296,9 +297,9 @@ async def test_last_offset_starts_at_the_max_offset_when_the_group_has_no_offset
         await cluster.wait_until(lambda: len(recorder.messages) == 2)
     assert sorted(recorder.offsets(a0)) == [5, 6]
     asked = [cmd.ext_fields for cmd in cluster.a.requests(RequestCode.GET_MAX_OFFSET)]
-    assert [(f["topic"], f["queueId"]) for f in asked] == [
-        (cluster.topic, "0")
-    ]  # only the queue with no offset
+    # Every queue of the topic with no offset (a 5.x broker has none for an empty one either); not
+    # the retry topic, which starts at 0.
+    assert sorted((f["topic"], f["queueId"]) for f in asked) == [(cluster.topic, "0"), (cluster.topic, "1")]
 
 
 async def test_timestamp_starts_at_the_first_message_stored_since(
@@ -311,6 +312,7 @@ async def test_timestamp_starts_at_the_first_message_stored_since(
     retry_a = cluster.queues(cluster.retry)[0]
     text = "20240102030405"
     since = parse_consume_timestamp(text)
+    cluster.first_messages_out_of_memory()  # so that the timestamp decides the start
     fb = cluster.a
     fb.put_messages(0, [Message(cluster.topic, b"old")] * 2, store_timestamp=since - 60_000)
     fb.put_messages(0, [Message(cluster.topic, b"new")], store_timestamp=since)
@@ -320,12 +322,16 @@ async def test_timestamp_starts_at_the_first_message_stored_since(
         await cluster.wait_until(lambda: len(recorder.messages) == 2)
         await trio.sleep(1)
     assert sorted(recorder.bodies()) == [b"new", b"newer"]
-    (search,) = fb.requests(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP)
-    assert search.ext_fields["timestamp"] == str(since)
-    assert (search.ext_fields["topic"], search.ext_fields["queueId"]) == (cluster.topic, "0")
+    searches = [c.ext_fields for c in fb.requests(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP)]
+    assert {f["timestamp"] for f in searches} == {str(since)}
+    # Both queues of the topic: neither has an offset (on a 5.x broker an empty one has none either).
+    assert sorted((f["topic"], f["queueId"]) for f in searches) == [
+        (cluster.topic, "0"),
+        (cluster.topic, "1"),
+    ]
     assert cluster.pulls(fb, a0)[0].queue_offset == 2
-    # The retry topic is not searched by time: it starts at its max offset.
-    assert max_offset_asks(cluster, cluster.retry) == 1
+    # The retry topic is not searched by time: it starts at its max offset (each broker's queue).
+    assert max_offset_asks(cluster, cluster.retry) == 2
     assert cluster.pulls(fb, retry_a)[0].queue_offset == 3
 
 

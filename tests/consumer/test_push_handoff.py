@@ -50,6 +50,7 @@ async def test_revoked_queue_waits_for_its_running_listener_then_commits_synchro
     recorder: Recorder,
     autojump_clock: trio.testing.MockClock,
 ) -> None:
+    cluster.group_consumed_before()  # offsets on every queue, committed back on handoff
     a0, a1, b0, b1 = cluster.queues()
     events = Events(cluster)
     release = trio.Event()

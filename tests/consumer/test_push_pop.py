@@ -1,4 +1,8 @@
-"""POP consumption (``client_rebalance=False``) against one FakeBroker playing NameServer and broker."""
+"""POP consumption (``client_rebalance=False``) against one FakeBroker playing NameServer and broker.
+
+The fake's POP behaviour, and the broker methods it is read from: ``rocketmq_py/testing/_fake_pop.py``;
+the same behaviour on the real broker: ``integration/test_pop.py`` and ``integration/test_pop_modes.py``.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,11 @@ import pytest
 import trio
 import trio.testing
 
-from rocketmq_py.consumer._pop import POP_DELAY_LEVELS_S, failure_delay_s, init_mode
+from rocketmq_py.consumer._pop_rules import POP_DELAY_LEVELS_S, failure_delay_s, init_mode
 from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
 from rocketmq_py.protocol import (
     ConsumeFromWhere,
+    ConsumeInitMode,
     Message,
     MessageExt,
     MessageRequestMode,
@@ -126,7 +131,7 @@ async def test_pop_consumes_and_acks_every_message(
     ]
     assert {p.invisible_time for p in pops} == {60000}
     assert {p.max_msg_nums for p in pops} == {32}
-    assert {p.init_mode for p in pops} == {1}
+    assert {p.init_mode for p in pops} == {ConsumeInitMode.MIN}  # make() consumes from the first offset
     # The topic is popped, never pulled (the group's retry topic is still pulled).
     assert all(c.ext_fields.get("topic") != TOPIC for c in broker.requests(RequestCode.PULL_MESSAGE))
     assert consumer.consumed == 10
@@ -152,18 +157,32 @@ async def test_a_failed_message_is_retimed_and_redelivered(
 async def test_a_hanging_consumer_does_not_pin_its_messages(
     broker: FakeBroker, autojump_clock: trio.testing.MockClock
 ) -> None:
+    """A listener call that hangs does not pin its messages: once the invisible time runs out the
+    broker revives them (``PopReviveService.reviveRetry``) and whoever pops next gets them. Here the
+    stuck member hangs on first deliveries only, so whichever member pops the copies consumes them."""
     bodies = put(broker, 8)
-    stuck, healthy = Listener(hang=True), Listener()
+
+    class Stuck(Listener):
+        async def __call__(self, msgs: list[MessageExt]) -> ConsumeStatus:
+            self.messages.extend(msgs)
+            if any(m.reconsume_times == 0 for m in msgs):
+                await trio.sleep_forever()
+            return ConsumeStatus.CONSUME_SUCCESS
+
+    stuck, healthy = Stuck(), Listener()
     async with make(broker, stuck, "stuck", pop_invisible_time=20) as stuck_consumer:
         await wait_until(lambda: len(stuck.messages) == 8)
         popped_at = trio.current_time()
         assert sum(s.waiting_ack for s in stuck_consumer.pop_statistics()) == 8  # popped, never acked
         async with make(broker, healthy, "healthy"):
-            await wait_until(lambda: healthy.bodies() == bodies)
+            await wait_until(lambda: len(broker.pop.acks) == 8)
             # Hidden until the stuck member's invisible time ran out.
             assert trio.current_time() - popped_at >= 20
-            await wait_until(lambda: len(broker.pop.acks) == 8)
+    again = healthy.messages + [m for m in stuck.messages if m.reconsume_times]
+    assert {m.body for m in again} == bodies
+    assert all(m.reconsume_times == 1 for m in again)
     assert len(broker.pop.acks) == 8  # nothing acked twice: the stuck calls never finished
+    assert [m.reconsume_times for m in broker.pop.revived] == [1] * 8
 
 
 async def test_more_consumers_than_queues_all_receive(
@@ -219,14 +238,23 @@ def test_pop_settings_are_checked(options: dict[str, Any]) -> None:
         PushConsumer(GROUP, namesrv="x:1", client_rebalance=False, **options)
 
 
-def test_init_mode_and_failure_delays_follow_java() -> None:
-    assert init_mode(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET) == 1
-    assert init_mode(ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET) == 0
-    assert failure_delay_s(0, max_reconsume_times=16, born_ms=0, now_ms=0) == 10
-    assert failure_delay_s(2, max_reconsume_times=16, born_ms=0, now_ms=0) == 60
-    assert failure_delay_s(15, max_reconsume_times=16, born_ms=0, now_ms=0) == 7200
-    assert failure_delay_s(40, max_reconsume_times=99, born_ms=0, now_ms=0) == 7200
-    # At the limit: give up once older than twice the last delay, else wait for the next level.
-    assert failure_delay_s(16, max_reconsume_times=16, born_ms=0, now_ms=2 * 7200 * 1000 + 1) is None
-    assert failure_delay_s(16, max_reconsume_times=16, born_ms=0, now_ms=45_000) == 60
-    assert failure_delay_s(16, max_reconsume_times=16, born_ms=0, now_ms=1_000) == 10
+def test_init_mode_follows_java() -> None:
+    """FIRST_OFFSET pops from the queue's first message (MIN, 0), anything else from its end (MAX, 1).
+
+    Java: ``RebalancePushImpl.getConsumeInitMode`` (MIN for CONSUME_FROM_FIRST_OFFSET, else MAX)
+    and ``common/constant/ConsumeInitMode`` (MIN = 0, MAX = 1). We sent them the other way round.
+    """
+    assert init_mode(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET) is ConsumeInitMode.MIN
+    assert ConsumeInitMode.MIN == 0
+    assert init_mode(ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET) is ConsumeInitMode.MAX
+    assert ConsumeInitMode.MAX == 1
+    assert init_mode(ConsumeFromWhere.CONSUME_FROM_TIMESTAMP) is ConsumeInitMode.MAX
+
+
+def test_failure_delays_follow_java() -> None:
+    """The invisible time after a failure is the delay level of the reconsume count, capped at the
+    last one (Java ``changePopInvisibleTime`` with delay level 0: ``popDelayLevel``)."""
+    assert failure_delay_s(0) == 10
+    assert failure_delay_s(2) == 60
+    assert failure_delay_s(15) == 7200
+    assert failure_delay_s(40) == 7200

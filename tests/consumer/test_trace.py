@@ -7,6 +7,7 @@ The real broker, ``mqadmin queryMsgTraceById`` and the Java client's records are
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -136,3 +137,46 @@ async def test_a_full_queue_drops_records_and_counts_them() -> None:
     for _ in range(5):
         dispatcher.append(record)
     assert (dispatcher.statistics.appended, dispatcher.statistics.dropped) == (2, 3)
+
+
+async def test_a_sub_after_record_is_stamped_with_the_end_of_the_call(
+    cluster: Cluster, make_consumer: MakeConsumer
+) -> None:  # (real time: the listener's thread sleeps on the wall clock)
+    """Java stamps SubAfter with the time its context is made, after the listener returned
+    (``ConsumeMessageTraceHookImpl.consumeMessageAfter``: ``new TraceContext()``); we stamped it
+    with the call's start. A listener in a thread that takes 0.3 s of wall time shows it."""
+    _with_trace_topic(cluster)
+    a0 = cluster.queues()[0]
+
+    def listener(msgs: list[MessageExt]) -> ConsumeStatus:
+        time.sleep(0.3)  # wall time: trace timestamps are epoch ms
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    async with make_consumer(listener=listener, enable_trace=True) as consumer:
+        cluster.put(a0, 1)
+        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+    records, _ = _trace(cluster)
+    [before] = [r for r in records if isinstance(r, SubBeforeTrace)]
+    [after] = [r for r in records if isinstance(r, SubAfterTrace)]
+    assert after.timestamp - before.timestamp >= 300
+    assert after.cost_ms >= 300
+
+
+async def test_a_broker_that_turns_traces_off_gets_no_pub_records(
+    cluster: Cluster, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A broker whose ``traceOn`` is false answers sends with ``TRACE_ON=false``; Java's
+    ``SendMessageTraceHookImpl.sendMessageAfter`` then writes no record (``SendResult.isTraceOn``).
+    We wrote one for every send."""
+    _with_trace_topic(cluster)
+    cluster.a.trace_on = False
+    async with Producer("pg-trace-off", namesrv=cluster.namesrv.address, enable_trace=True) as producer:
+        result = await producer.send(Message(cluster.topic, b"untraced"), queue=cluster.queues()[0])
+        assert result.trace_on is False
+        assert producer._trace is not None
+        assert producer._trace.dispatcher.statistics.appended == 0
+    cluster.a.trace_on = True
+    async with Producer("pg-trace-off", namesrv=cluster.namesrv.address, enable_trace=True) as producer:
+        assert (await producer.send(Message(cluster.topic, b"traced"), queue=cluster.queues()[0])).trace_on
+    records, _ = _trace(cluster)
+    assert [type(r) for r in records] == [PubTrace]

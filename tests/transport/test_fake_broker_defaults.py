@@ -31,6 +31,7 @@ from rocketmq_py.protocol._json_body import decode_body
 from rocketmq_py.protocol._message import Message
 from rocketmq_py.protocol._properties import encode_properties
 from rocketmq_py.protocol._stored import decode_messages
+from rocketmq_py.protocol._versions import V4_9_7
 from rocketmq_py.testing._fake_broker import FakeBroker
 
 TOPIC = "TopicTest"
@@ -239,11 +240,15 @@ async def test_put_messages_and_offsets(broker: FakeBroker, conn: Connection) ->
         ext = to_ext_fields(QueryConsumerOffsetRequestHeader(consumer_group="cg", topic=TOPIC, queue_id=0))
         return RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, ext)
 
-    empty = await conn.request(query(), timeout=3)
-    assert from_ext_fields(QueryConsumerOffsetResponseHeader, empty.ext_fields).offset == 0
-
+    # No offset for the group (ConsumerManageProcessor.queryConsumerOffset, 5.x): an empty queue is
+    # not found; one whose first message is in memory (a young broker) answers 0; once it left
+    # memory, not found again.
+    assert (await conn.request(query(), timeout=3)).code == ResponseCode.QUERY_NOT_FOUND
     stored = broker.put_messages(0, [Message(TOPIC, b"a"), Message(TOPIC, b"b", tags="t")])
     assert [m.queue_offset for m in stored] == [0, 1]
+    fresh = await conn.request(query(), timeout=3)
+    assert from_ext_fields(QueryConsumerOffsetResponseHeader, fresh.ext_fields).offset == 0
+    broker.first_in_memory = False
     assert (await conn.request(query(), timeout=3)).code == ResponseCode.QUERY_NOT_FOUND
 
     update = to_ext_fields(
@@ -259,6 +264,31 @@ async def test_put_messages_and_offsets(broker: FakeBroker, conn: Connection) ->
     assert from_ext_fields(GetMaxOffsetResponseHeader, max_offset.ext_fields).offset == 2
     heartbeat = await conn.request(RemotingCommand.request(RequestCode.HEART_BEAT), timeout=3)
     assert heartbeat.code == ResponseCode.SUCCESS
+
+
+async def test_a_4x_fake_answers_offset_queries_as_4x_brokers() -> None:
+    """4.x (``ConsumerManageProcessor.queryConsumerOffset`` in 4.9.7): 0 unless the queue's first
+    message is on disk only (``!checkInDiskByConsumeOffset``, true for an empty queue)."""
+    async with FakeBroker(version=V4_9_7) as fb:
+        fb.add_topic(TOPIC, queues=1)
+        async with open_connection(fb.address) as conn4:
+            ext = to_ext_fields(
+                QueryConsumerOffsetRequestHeader(consumer_group="cg", topic=TOPIC, queue_id=0)
+            )
+
+            async def offset() -> int | None:
+                reply = await conn4.request(
+                    RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, ext), timeout=3
+                )
+                if reply.code == ResponseCode.QUERY_NOT_FOUND:
+                    return None
+                return from_ext_fields(QueryConsumerOffsetResponseHeader, reply.ext_fields).offset
+
+            assert await offset() == 0  # empty
+            fb.put_messages(0, [Message(TOPIC, b"a")])
+            assert await offset() == 0  # in memory
+            fb.first_in_memory = False
+            assert await offset() is None
 
 
 async def test_broker_without_defaults_answers_not_supported() -> None:

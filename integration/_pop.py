@@ -1,0 +1,57 @@
+"""What the POP integration files share: group modes set with mqadmin, producing, steady traffic."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+import trio
+
+from rocketmq_py import Message, Producer
+from rocketmq_py.testing import Cluster
+
+
+def set_consume_mode(cluster: Cluster, group: str, topic: str, mode: str) -> None:
+    """``mqadmin setConsumeMode``: ``group`` reads ``topic`` in ``mode`` (POP or PULL) on every broker;
+    in POP mode every member may pop every queue (``-q 8``)."""
+    result = cluster.mqadmin(
+        "setConsumeMode", "-c", "DefaultCluster", "-g", group, "-t", topic, "-m", mode, "-q", "8"
+    )
+    assert result.ok, result.output
+
+
+def pop_group(cluster: Cluster, topic: str) -> str:
+    """A fresh group set to POP mode for ``topic`` on every broker of the cluster."""
+    group = f"it-pop-{uuid.uuid4().hex[:10]}"
+    set_consume_mode(cluster, group, topic, "POP")
+    return group
+
+
+async def produce(
+    cluster: Cluster, topic: str, count: int, *, pace: float = 0.0, prefix: str = "pop"
+) -> set[bytes]:
+    """Send ``count`` messages ``<prefix>-<n>``; their bodies."""
+    bodies = set()
+    async with Producer(f"it-pop-producer-{uuid.uuid4().hex[:6]}", namesrv=cluster.namesrv_addr) as producer:
+        for n in range(count):
+            body = f"{prefix}-{n}".encode()
+            await producer.send(Message(topic, body))
+            bodies.add(body)
+            if pace:
+                await trio.sleep(pace)
+    return bodies
+
+
+async def keep_sending(cluster: Cluster, topic: str) -> None:
+    """Traffic until cancelled: the broker's revive service moves on as acknowledgements and
+    checkpoints come in (on an idle group it may wait much longer to revive a message)."""
+    async with Producer(f"it-pop-traffic-{uuid.uuid4().hex[:6]}", namesrv=cluster.namesrv_addr) as producer:
+        for n in range(100_000):
+            await producer.send(Message(topic, f"traffic-{n}".encode()))
+            await trio.sleep(0.2)
+
+
+async def wait_until(predicate: Callable[[], bool]) -> None:
+    """Poll ``predicate`` until it holds (use under ``trio.fail_after``)."""
+    while not predicate():  # noqa: ASYNC110 - the listeners fill the state
+        await trio.sleep(0.1)

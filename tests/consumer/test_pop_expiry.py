@@ -18,8 +18,9 @@ import trio
 import trio.testing
 
 from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
-from rocketmq_py.protocol import ConsumeFromWhere, Message, MessageExt, RequestCode, dlq_topic
+from rocketmq_py.protocol import Message, MessageExt, RequestCode, dlq_topic
 from rocketmq_py.testing._fake_broker import FakeBroker
+from tests.consumer._pop_fake import pop_member, wait_until
 
 TOPIC = "PopTopic"
 GROUP = "cg-pop-expiry"
@@ -33,24 +34,7 @@ async def broker() -> AsyncIterator[FakeBroker]:
 
 
 def make(fb: FakeBroker, listener: Any, **options: Any) -> PushConsumer:
-    consumer = PushConsumer(
-        GROUP,
-        namesrv=fb.address,
-        listener=listener,
-        client_rebalance=False,
-        instance_name="me",
-        client_ip="127.0.0.1",
-        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        **options,
-    )
-    consumer.subscribe(TOPIC)
-    return consumer
-
-
-async def wait_until(predicate: Any, timeout: float = 600) -> None:  # noqa: ASYNC109
-    with trio.fail_after(timeout):
-        while not predicate():  # noqa: ASYNC110 - state lives in the consumer and the fake
-            await trio.sleep(0.05)
+    return pop_member(fb, listener, GROUP, TOPIC, **options)
 
 
 async def test_a_batch_whose_invisible_time_ran_out_is_not_consumed(

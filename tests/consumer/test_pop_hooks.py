@@ -20,7 +20,6 @@ import trio.testing
 from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
 from rocketmq_py.hooks import ConsumeContext, Hook
 from rocketmq_py.protocol import (
-    ConsumeFromWhere,
     ConsumerRunningInfo,
     Message,
     MessageExt,
@@ -36,6 +35,7 @@ from rocketmq_py.protocol._trace import (
     decode_trace_data,
 )
 from rocketmq_py.testing._fake_broker import FakeBroker
+from tests.consumer._pop_fake import pop_member, wait_until
 
 TOPIC = "PopTopic"
 GROUP = "cg-pop-hooks"
@@ -67,24 +67,7 @@ class Calls(Hook):
 
 
 def make(fb: FakeBroker, listener: Any, group: str = GROUP, **options: Any) -> PushConsumer:
-    consumer = PushConsumer(
-        group,
-        namesrv=fb.address,
-        listener=listener,
-        client_rebalance=False,
-        instance_name="me",
-        client_ip="127.0.0.1",
-        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
-        **options,
-    )
-    consumer.subscribe(TOPIC)
-    return consumer
-
-
-async def wait_until(predicate: Any, timeout: float = 600) -> None:  # noqa: ASYNC109
-    with trio.fail_after(timeout):
-        while not predicate():  # noqa: ASYNC110 - state lives in the consumer and the fake
-            await trio.sleep(0.05)
+    return pop_member(fb, listener, group, TOPIC, **options)
 
 
 async def test_pop_hooks_see_a_successful_call(

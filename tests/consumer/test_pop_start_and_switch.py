@@ -19,6 +19,7 @@ import trio.testing
 from rocketmq_py.consumer._push import ConsumeStatus, PushConsumer
 from rocketmq_py.protocol import ConsumeFromWhere, Message, MessageExt, MessageRequestMode, pop_retry_topic
 from rocketmq_py.testing._fake_broker import FakeBroker
+from tests.consumer._pop_fake import pop_member, wait_until
 
 TOPIC = "PopTopic"
 GROUP = "cg-pop-start"
@@ -32,24 +33,7 @@ async def broker() -> AsyncIterator[FakeBroker]:
 
 
 def make(fb: FakeBroker, listener: Any, **options: Any) -> PushConsumer:
-    consumer = PushConsumer(
-        GROUP,
-        namesrv=fb.address,
-        listener=listener,
-        client_rebalance=False,
-        instance_name="me",
-        client_ip="127.0.0.1",
-        handoff_delay=0,
-        **options,
-    )
-    consumer.subscribe(TOPIC)
-    return consumer
-
-
-async def wait_until(predicate: Any, timeout: float = 600) -> None:  # noqa: ASYNC109
-    with trio.fail_after(timeout):
-        while not predicate():  # noqa: ASYNC110 - state lives in the consumer and the fake
-            await trio.sleep(0.05)
+    return pop_member(fb, listener, GROUP, TOPIC, handoff_delay=0, **options)
 
 
 @pytest.mark.parametrize(

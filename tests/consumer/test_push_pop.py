@@ -28,6 +28,7 @@ from rocketmq_py.protocol import (
     from_ext_fields,
 )
 from rocketmq_py.testing._fake_broker import FakeBroker
+from tests.consumer._pop_fake import pop_member, wait_until
 
 TOPIC = "PopTopic"
 GROUP = "cg-pop"
@@ -65,18 +66,7 @@ class Listener:
 
 
 def make(fb: FakeBroker, listener: Listener, name: str = "me", **options: Any) -> PushConsumer:
-    options.setdefault("consume_from_where", ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
-    consumer = PushConsumer(
-        GROUP,
-        namesrv=fb.address,
-        listener=listener,
-        client_rebalance=False,
-        instance_name=name,
-        client_ip="127.0.0.1",
-        **options,
-    )
-    consumer.subscribe(TOPIC)
-    return consumer
+    return pop_member(fb, listener, GROUP, TOPIC, name=name, **options)
 
 
 def put(fb: FakeBroker, count: int, queues: int = 2) -> set[bytes]:
@@ -86,12 +76,6 @@ def put(fb: FakeBroker, count: int, queues: int = 2) -> set[bytes]:
         fb.put_messages(n % queues, [Message(TOPIC, body)])
         bodies.add(body)
     return bodies
-
-
-async def wait_until(predicate: Any, timeout: float = 600) -> None:  # noqa: ASYNC109
-    with trio.fail_after(timeout):
-        while not predicate():  # noqa: ASYNC110 - state lives in the consumer and the fake
-            await trio.sleep(0.05)
 
 
 async def test_pop_consumes_and_acks_every_message(

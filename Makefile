@@ -12,7 +12,7 @@ EXTRA_VERSIONS ?= 4.9.7 5.5.0
 # and delay messages, transactions, push and lite pull, timestamp positioning, raw remoting, Spark
 # read, recall, assign filters, request-reply). The launcher-, CLI-, ACL/TLS- and fault-specific files run on the default release only.
 # On 5.x releases the 5.x-only features run too (POP consumption, message trace with the Java client).
-# test_producer.py comes last: once a transaction has ended on a 5.5.0 broker, the broker's
+# test_producer.py comes last, in a run of its own: once a transaction has ended on a 5.5.0 broker, the broker's
 # TransactionalOpBatchService thread spins on a core for as long as the broker runs
 # (apache/rocketmq#10966), and everything after it ran on a machine with no core left (the 5.5.0
 # step took 450 s with the file first, its first Spark read 62 s instead of 16 s).
@@ -35,6 +35,12 @@ VERSION_SKIP ?= not paused_broker_is_routed_around and not without_a_nameserver 
 	and not filters_narrow_the_read and not a_plain_registration_reads_the_same \
 	and not bad_option_is_named and not a_schema_picks_the_columns and not data_loss
 INTEGRATION_ENV = RMQ_REQUIRE_BROKER=1 PYSPARK_PYTHON=$(abspath $(BIN)/python)
+# The suite runs on pytest-xdist workers: the integration tests mostly wait on brokers (timeouts,
+# long polls, rebalances), so several workers share two cores well. Each module runs whole on one
+# worker and the Spark modules together on one (integration/conftest.py); each worker that runs
+# integration tests starts its own session cluster, on ports of its own. `make test XDIST=` runs
+# everything in one process.
+XDIST ?= -n 3 --dist loadgroup --no-loadscope-reorder
 
 # The docker backend (rocketmq_py.testing, ROCKETMQ_BACKEND=docker): these files once more with the
 # NameServer and brokers in containers, from rocketmq-py/rocketmq:<version> (built here by
@@ -80,21 +86,23 @@ lint: install
 # EXTRA_VERSIONS, the docker backend, and the package built and installed as a wheel.
 # (--durations: the slowest tests in the log, so that CI time is easy to follow.)
 test: prereqs jars-versions lint docs
-	$(INTEGRATION_ENV) $(BIN)/pytest --durations=40
+	$(INTEGRATION_ENV) $(BIN)/pytest $(XDIST) --durations=40
 	$(MAKE) --no-print-directory versions
 	$(MAKE) --no-print-directory docker
 	$(MAKE) --no-print-directory wheel-check
 
-# VERSION_TESTS (and on 5.x VERSION_TESTS_5X), then VERSION_TESTS_LAST, on each of EXTRA_VERSIONS, one
-# cluster per release (`make versions EXTRA_VERSIONS=4.9.7`).
+# VERSION_TESTS (and on 5.x VERSION_TESTS_5X) on the xdist workers, then VERSION_TESTS_LAST alone, on
+# its own cluster, on each of EXTRA_VERSIONS (`make versions EXTRA_VERSIONS=4.9.7`).
 # An external cluster (ROCKETMQ_NAMESRV) has one release, not ours to pick: the loop is skipped.
 versions: jars-versions
 	@if [ -n "$$ROCKETMQ_NAMESRV" ]; then echo "ROCKETMQ_NAMESRV is set: no broker-release matrix"; exit 0; fi; \
 	for v in $(EXTRA_VERSIONS); do \
 		echo "== integration tests on RocketMQ $$v"; \
 		case $$v in 5.*) only5="$(VERSION_TESTS_5X)";; *) only5="";; esac; \
-		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest --durations=10 $(VERSION_TESTS) $$only5 \
-			$(VERSION_TESTS_LAST) -k "$(VERSION_SKIP)" || exit 1; \
+		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest $(XDIST) --durations=10 $(VERSION_TESTS) $$only5 \
+			-k "$(VERSION_SKIP)" || exit 1; \
+		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest --durations=5 $(VERSION_TESTS_LAST) \
+			-k "$(VERSION_SKIP)" || exit 1; \
 	done
 
 # DOCKER_TESTS through the docker backend when a Docker engine answers; CI (which starts one) fails
@@ -111,7 +119,7 @@ docker-image: jars
 
 docker-tests: docker-image
 	@echo "== integration tests through the docker backend"
-	ROCKETMQ_BACKEND=docker $(INTEGRATION_ENV) $(BIN)/pytest $(DOCKER_TESTS) -k "$(VERSION_SKIP)"
+	ROCKETMQ_BACKEND=docker $(INTEGRATION_ENV) $(BIN)/pytest $(XDIST) $(DOCKER_TESTS) -k "$(VERSION_SKIP)"
 	@echo "== examples/test_with_testcontainers.py (what a user copies into their own tests)"
 	ROCKETMQ_BACKEND=docker $(BIN)/pytest examples/test_with_testcontainers.py
 

@@ -45,11 +45,62 @@ def _broker_required() -> bool:
     return bool(os.environ.get("CI")) or os.environ.get("RMQ_REQUIRE_BROKER") == "1"
 
 
+#: The xdist group of the integration modules that run Spark: those using the run's one
+#: SparkSession (``spark``), and the standalone cluster and Connect server files. Spark wants both
+#: cores while it plans and runs a job; two Spark files at once took three times as long each.
+SPARK_GROUP = "spark"
+#: Modules that take a minute or more on their own (`--durations`, one worker): scheduled right after
+#: the Spark group, so that none of them starts last while the other workers run out of work.
+LONG_MODULES = frozenset(
+    {
+        "test_master_slave.py",
+        "test_pop.py",
+        "test_producer.py",
+        "test_chaos.py",
+        "test_pop_modes.py",
+        "test_cli_group.py",
+        "test_push_orderly_cluster.py",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark integration items; group every module's items for pytest-xdist, heaviest first.
+
+    ``make test`` runs the suite on several pytest-xdist workers (``--dist loadgroup``): a group
+    runs whole on one worker, so a module's own cluster (module-scoped fixtures) starts once, and the
+    Spark modules run one after another on one worker, which builds the run's one session.
+    Each worker that runs integration tests starts its own session cluster (``cluster``), on ports
+    of its own (:func:`rocketmq_py.testing._settings.port_range`). The order is the schedule: the
+    Spark group, the long modules, the other integration modules, then the fast tests/ (many short
+    groups that fill the workers up at the end); pytest-xdist hands the next group to the first idle
+    worker.
+    """
     here = os.path.dirname(__file__)
+    spark_modules = {
+        item.path
+        for item in items
+        if str(item.path).startswith(here)
+        and ("spark" in getattr(item, "fixturenames", ()) or item.path.name.startswith("test_spark"))
+    }
+
+    def group(item: pytest.Item) -> tuple[int, str]:
+        if item.path in spark_modules:
+            return 0, SPARK_GROUP
+        if str(item.path).startswith(here):
+            return (1 if item.path.name in LONG_MODULES else 2), str(item.path)
+        return 3, str(item.path)
+
     for item in items:
-        if str(item.fspath).startswith(here):
+        if str(item.path).startswith(here):
             item.add_marker(pytest.mark.integration)
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # a plain run keeps the files' order: the fast tests/ first
+    rank = {id(item): group(item) for item in items}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(rank[id(item)][1]))
+    items.sort(key=lambda item: rank[id(item)][0])  # stable: the modules' own order within each rank
 
 
 @pytest.fixture(scope="session")

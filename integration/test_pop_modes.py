@@ -15,7 +15,14 @@ from collections.abc import Callable, Iterator
 import pytest
 import trio
 
-from integration._pop import keep_sending, pop_group, produce, set_consume_mode, wait_until
+from integration._pop import (
+    TRAFFIC_SEND_TIMEOUT,
+    keep_sending,
+    pop_group,
+    produce,
+    set_consume_mode,
+    wait_until,
+)
 from rocketmq_py import ConsumeStatus, LitePullConsumer, Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import PropertyKey, dlq_topic, pop_retry_topic
@@ -131,7 +138,9 @@ async def test_a_group_switched_pull_to_pop_to_pull_under_traffic_loses_and_repe
 
     async def traffic() -> None:
         async with Producer(
-            f"it-pop-switch-p-{uuid.uuid4().hex[:6]}", namesrv=cluster.namesrv_addr
+            f"it-pop-switch-p-{uuid.uuid4().hex[:6]}",
+            namesrv=cluster.namesrv_addr,
+            send_timeout=TRAFFIC_SEND_TIMEOUT,
         ) as producer:
             for n in range(100_000):
                 body = f"m-{n}".encode()

@@ -97,7 +97,11 @@ def write_home_conf(home: Path) -> None:
     for file in _LOGBACK_FILES:
         target = conf / file
         if not target.exists():
-            target.write_text(_LOGBACK.format(name=file.removeprefix("logback_").removesuffix(".xml")))
+            # Written aside and renamed into place: a tool JVM of another process (a pytest-xdist
+            # worker) sharing this home never reads a half-written file.
+            partial = conf / f".{file}.{os.getpid()}"
+            partial.write_text(_LOGBACK.format(name=file.removeprefix("logback_").removesuffix(".xml")))
+            os.replace(partial, target)
 
 
 def bench_version_for(server_version: str) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
+import re
 import socket
 from collections.abc import Mapping, Sequence
 from pathlib import PurePath
@@ -10,7 +12,7 @@ from pathlib import PurePath
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._cluster import CLUSTER_NAME
 
-__all__ = ["REGISTER_PERIOD_MS", "broker_config", "pick_port_block", "render_properties"]
+__all__ = ["REGISTER_PERIOD_MS", "broker_config", "pick_port_block", "port_range", "render_properties"]
 
 #: ``registerNameServerPeriod`` of test brokers (Java: 30 s; brokers clamp it to 10-60 s). A
 #: restarted NameServer knows no broker until each registers again, so this bounds that gap.
@@ -40,6 +42,25 @@ _BROKER_DEFAULTS: dict[str, str] = {
 _PORT_RANGE = (12000, 30000)  # below Linux's ephemeral range, so connect() does not take them
 
 
+def port_range(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """Where this process picks cluster ports: a slice of its own under pytest-xdist.
+
+    A port is checked free when picked but bound only when the JVM starts, seconds later, so two
+    processes starting clusters at once could pick the same block. pytest-xdist workers
+    (``PYTEST_XDIST_WORKER=gw<N>`` of ``PYTEST_XDIST_WORKER_COUNT``) therefore each take a disjoint
+    slice of the range; any other process takes all of it.
+    """
+    env = os.environ if environ is None else environ
+    low, high = _PORT_RANGE
+    found = re.fullmatch(r"gw(\d+)", env.get("PYTEST_XDIST_WORKER", ""))
+    count = int(env.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if found is None or count < 2:
+        return low, high
+    index = int(found.group(1)) % count
+    width = (high - low) // count
+    return low + index * width, low + (index + 1) * width
+
+
 def _port_free(port: int) -> bool:
     for host in ("127.0.0.1", "0.0.0.0"):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -54,7 +75,7 @@ def pick_port_block(offsets: Sequence[int], taken: set[int], rng: random.Random 
     """A base port such that ``base + o`` is free (and not in ``taken``) for every offset."""
     rng = rng or random.Random()
     for _ in range(500):
-        base = rng.randrange(*_PORT_RANGE)
+        base = rng.randrange(*port_range())
         ports = [base + o for o in offsets]
         if all(p not in taken and _port_free(p) for p in ports):
             taken.update(ports)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rocketmq_py.errors import ClusterError
-from rocketmq_py.testing import _distribution, _processes
+from rocketmq_py.testing import _distribution, _processes, _settings
 from rocketmq_py.testing._cluster import broker_names
 from rocketmq_py.testing._local import broker_config, pick_port_block, render_properties
 from rocketmq_py.testing._processes import JvmProcess, Registry, cleanup_stale, marker_for, wait_for_line
@@ -55,6 +56,34 @@ def test_port_blocks_are_free_and_distinct() -> None:
     b = pick_port_block([-2, 0, 1], taken)
     assert {a - 2, a, a + 1, b - 2, b, b + 1} <= taken
     assert len({a - 2, a, a + 1} & {b - 2, b, b + 1}) == 0
+
+
+def test_xdist_workers_pick_ports_from_disjoint_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two pytest-xdist workers starting clusters at once never pick the same port block: a port
+    is checked free when picked but bound only when the JVM starts."""
+    whole = _settings.port_range({})
+    assert _settings.port_range({"PYTEST_XDIST_WORKER": "gw0", "PYTEST_XDIST_WORKER_COUNT": "1"}) == whole
+    slices = [
+        _settings.port_range({"PYTEST_XDIST_WORKER": f"gw{n}", "PYTEST_XDIST_WORKER_COUNT": "3"})
+        for n in range(3)
+    ]
+    assert slices[0][0] == whole[0]
+    assert slices[-1][1] <= whole[1]
+    assert all(low < high <= nxt for (low, high), (nxt, _) in itertools.pairwise(slices))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw2")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
+    low, high = slices[2]
+    taken: set[int] = set()
+    assert all(low <= pick_port_block([-2, 0, 1], taken) < high for _ in range(5))
+
+
+def test_home_conf_appears_whole(tmp_path: Path) -> None:
+    """Tool JVMs of several processes share one home: its conf files are renamed into place whole."""
+    _distribution.write_home_conf(tmp_path)
+    files = sorted(p.name for p in (tmp_path / "conf").iterdir())
+    assert files
+    assert all(name.startswith("logback_") and name.endswith(".xml") for name in files)
+    assert all((tmp_path / "conf" / name).read_text().startswith("<") for name in files)
 
 
 def test_pom_lists_every_artifact_at_the_version() -> None:

@@ -65,10 +65,9 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from rocketmq_py import Chunk, Producer, SendCounts, send_many
 from rocketmq_py.errors import ClientError, InvalidMessage, InvalidOption
-from rocketmq_py.producer._batcher import Chunk
-from rocketmq_py.producer._producer import Producer
-from rocketmq_py.producer._send_many import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT, SendCounts, send_many
+from rocketmq_py.lowlevel import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT
 from rocketmq_py.protocol import Message, PropertyKey
 from spark_connector._options import SinkOptions, parse_sink_options
 

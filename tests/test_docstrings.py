@@ -34,6 +34,7 @@ PUBLIC_MODULES: Final = (
     "rocketmq_py.aio",
     "rocketmq_py.sync",
     "rocketmq_py.protocol",
+    "rocketmq_py.lowlevel",
     "rocketmq_py.errors",
     "rocketmq_py.testing",
     "rocketmq_py.cli",

@@ -18,6 +18,7 @@ from rocketmq_py.errors import (
     BrokerError,
     ClientError,
     InvalidMessage,
+    InvalidOption,
     ProtocolError,
     RequestTimeout,
     RocketMQError,
@@ -28,7 +29,19 @@ from rocketmq_py.errors import (
 
 if TYPE_CHECKING:
     from rocketmq_py._client._config import ClientConfig
-    from rocketmq_py.consumer._listener import ConsumeOrderlyStatus
+    from rocketmq_py.consumer._allocate import (
+        AllocateAveragely,
+        AllocateAveragelyByCircle,
+        AllocateByConfig,
+        AllocateByMachineRoom,
+        AllocateConsistentHash,
+        AllocateMachineRoomNearby,
+        AllocateStrategy,
+        HashFunction,
+        get_strategy,
+    )
+    from rocketmq_py.consumer._flow import FlowLimits
+    from rocketmq_py.consumer._listener import ConsumeOrderlyStatus, Listener
     from rocketmq_py.consumer._lite_pull import LitePullConsumer
     from rocketmq_py.consumer._push import (
         ConsumeStatus,
@@ -39,55 +52,115 @@ if TYPE_CHECKING:
     )
     from rocketmq_py.consumer._queue_watch import QueueChangeListener
     from rocketmq_py.hooks import ConsumeContext, Hook, SendContext
-    from rocketmq_py.producer._fault import FaultConfig
+    from rocketmq_py.producer._batcher import Chunk
+    from rocketmq_py.producer._fault import FaultConfig, FaultItem, LatencyFaultTolerance
     from rocketmq_py.producer._producer import Producer
-    from rocketmq_py.producer._selectors import select_by_hash, select_by_random, select_by_sharding_key
+    from rocketmq_py.producer._selectors import (
+        SelectQueue,
+        select_by_hash,
+        select_by_random,
+        select_by_sharding_key,
+    )
     from rocketmq_py.producer._send_many import SendCounts, send_many
-    from rocketmq_py.producer._transaction import TransactionProducer, TransactionSendResult
+    from rocketmq_py.producer._send_path import ProducerStatistics
+    from rocketmq_py.producer._transaction import (
+        CheckTransaction,
+        ExecuteLocalTransaction,
+        TransactionProducer,
+        TransactionSendResult,
+    )
     from rocketmq_py.producer._types import LocalTransactionState, SendResult, SendStatus
     from rocketmq_py.protocol import (
+        CompressionType,
         ConsumeFromWhere,
+        ConsumeMessageDirectlyResult,
+        ConsumeRateStatus,
+        ConsumeResult,
+        ConsumerRunningInfo,
+        ConsumeType,
+        ExpressionType,
         Message,
         MessageExt,
         MessageModel,
         MessageQueue,
+        PopProcessQueueInfo,
+        ProcessQueueInfo,
+        SerializeType,
+        SubscriptionData,
         create_reply,
     )
 
 #: The package version (as in pyproject.toml).
 __version__ = "0.1.0.dev0"
 
+# Where each lazily imported name lives, by theme.
 _LAZY = {
+    # messages and their addresses
+    "Message": "rocketmq_py.protocol",
+    "MessageExt": "rocketmq_py.protocol",
+    "MessageQueue": "rocketmq_py.protocol",
+    "CompressionType": "rocketmq_py.protocol",
+    "create_reply": "rocketmq_py.protocol",
+    # client settings and hooks
     "ClientConfig": "rocketmq_py._client._config",
-    "ConsumeStatus": "rocketmq_py.consumer._push",
+    "SerializeType": "rocketmq_py.protocol",
     "ConsumeContext": "rocketmq_py.hooks",
     "Hook": "rocketmq_py.hooks",
     "SendContext": "rocketmq_py.hooks",
+    # producing
+    "Producer": "rocketmq_py.producer._producer",
+    "ProducerStatistics": "rocketmq_py.producer._send_path",
+    "SendResult": "rocketmq_py.producer._types",
+    "SendStatus": "rocketmq_py.producer._types",
+    "FaultConfig": "rocketmq_py.producer._fault",
+    "FaultItem": "rocketmq_py.producer._fault",
+    "LatencyFaultTolerance": "rocketmq_py.producer._fault",
+    "SelectQueue": "rocketmq_py.producer._selectors",
+    "select_by_hash": "rocketmq_py.producer._selectors",
+    "select_by_random": "rocketmq_py.producer._selectors",
+    "select_by_sharding_key": "rocketmq_py.producer._selectors",
+    "Chunk": "rocketmq_py.producer._batcher",
+    "SendCounts": "rocketmq_py.producer._send_many",
+    "send_many": "rocketmq_py.producer._send_many",
+    # transactions
+    "TransactionProducer": "rocketmq_py.producer._transaction",
+    "TransactionSendResult": "rocketmq_py.producer._transaction",
+    "LocalTransactionState": "rocketmq_py.producer._types",
+    "ExecuteLocalTransaction": "rocketmq_py.producer._transaction",
+    "CheckTransaction": "rocketmq_py.producer._transaction",
+    # consuming
     "PushConsumer": "rocketmq_py.consumer._push",
     "LitePullConsumer": "rocketmq_py.consumer._lite_pull",
+    "Listener": "rocketmq_py.consumer._listener",
+    "ConsumeStatus": "rocketmq_py.consumer._push",
     "ConsumeOrderlyStatus": "rocketmq_py.consumer._orderly",
+    "ConsumeFromWhere": "rocketmq_py.protocol",
+    "ConsumeType": "rocketmq_py.protocol",
+    "MessageModel": "rocketmq_py.protocol",
+    "FlowLimits": "rocketmq_py.consumer._flow",
     "QueueStatistics": "rocketmq_py.consumer._push",
     "PopQueueStatistics": "rocketmq_py.consumer._push",
     "RebalanceListener": "rocketmq_py.consumer._push",
     "QueueChangeListener": "rocketmq_py.consumer._queue_watch",
-    "ConsumeFromWhere": "rocketmq_py.protocol",
-    "MessageModel": "rocketmq_py.protocol",
-    "FaultConfig": "rocketmq_py.producer._fault",
-    "LocalTransactionState": "rocketmq_py.producer._types",
-    "Producer": "rocketmq_py.producer._producer",
-    "SendResult": "rocketmq_py.producer._types",
-    "SendStatus": "rocketmq_py.producer._types",
-    "TransactionProducer": "rocketmq_py.producer._transaction",
-    "TransactionSendResult": "rocketmq_py.producer._transaction",
-    "select_by_hash": "rocketmq_py.producer._selectors",
-    "select_by_random": "rocketmq_py.producer._selectors",
-    "select_by_sharding_key": "rocketmq_py.producer._selectors",
-    "SendCounts": "rocketmq_py.producer._send_many",
-    "send_many": "rocketmq_py.producer._send_many",
-    "Message": "rocketmq_py.protocol",
-    "MessageExt": "rocketmq_py.protocol",
-    "MessageQueue": "rocketmq_py.protocol",
-    "create_reply": "rocketmq_py.protocol",
+    "ExpressionType": "rocketmq_py.protocol",
+    # what a consumer reports about itself (to admin tools, and when a broker asks)
+    "ConsumerRunningInfo": "rocketmq_py.protocol",
+    "SubscriptionData": "rocketmq_py.protocol",
+    "ProcessQueueInfo": "rocketmq_py.protocol",
+    "PopProcessQueueInfo": "rocketmq_py.protocol",
+    "ConsumeRateStatus": "rocketmq_py.protocol",
+    "ConsumeMessageDirectlyResult": "rocketmq_py.protocol",
+    "ConsumeResult": "rocketmq_py.protocol",
+    # queue allocation (consumer groups)
+    "AllocateStrategy": "rocketmq_py.consumer._allocate",
+    "AllocateAveragely": "rocketmq_py.consumer._allocate",
+    "AllocateAveragelyByCircle": "rocketmq_py.consumer._allocate",
+    "AllocateByConfig": "rocketmq_py.consumer._allocate",
+    "AllocateByMachineRoom": "rocketmq_py.consumer._allocate",
+    "AllocateConsistentHash": "rocketmq_py.consumer._allocate",
+    "AllocateMachineRoomNearby": "rocketmq_py.consumer._allocate",
+    "HashFunction": "rocketmq_py.consumer._allocate",
+    "get_strategy": "rocketmq_py.consumer._allocate",
 }
 
 
@@ -105,24 +178,50 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AllocateAveragely",
+    "AllocateAveragelyByCircle",
+    "AllocateByConfig",
+    "AllocateByMachineRoom",
+    "AllocateConsistentHash",
+    "AllocateMachineRoomNearby",
+    "AllocateStrategy",
     "BrokerError",
+    "CheckTransaction",
+    "Chunk",
     "ClientConfig",
     "ClientError",
+    "CompressionType",
     "ConsumeContext",
     "ConsumeFromWhere",
+    "ConsumeMessageDirectlyResult",
     "ConsumeOrderlyStatus",
+    "ConsumeRateStatus",
+    "ConsumeResult",
     "ConsumeStatus",
+    "ConsumeType",
+    "ConsumerRunningInfo",
+    "ExecuteLocalTransaction",
+    "ExpressionType",
     "FaultConfig",
+    "FaultItem",
+    "FlowLimits",
+    "HashFunction",
     "Hook",
     "InvalidMessage",
+    "InvalidOption",
+    "LatencyFaultTolerance",
+    "Listener",
     "LitePullConsumer",
     "LocalTransactionState",
     "Message",
     "MessageExt",
     "MessageModel",
     "MessageQueue",
+    "PopProcessQueueInfo",
     "PopQueueStatistics",
+    "ProcessQueueInfo",
     "Producer",
+    "ProducerStatistics",
     "ProtocolError",
     "PushConsumer",
     "QueueChangeListener",
@@ -131,17 +230,21 @@ __all__ = [
     "RequestTimeout",
     "RocketMQError",
     "RouteNotFound",
+    "SelectQueue",
     "SendContext",
     "SendCounts",
     "SendResult",
     "SendStatus",
+    "SerializeType",
     "StateError",
+    "SubscriptionData",
     "TransactionProducer",
     "TransactionSendResult",
     "TransportError",
     "__version__",
     "create_reply",
     "errors",
+    "get_strategy",
     "select_by_hash",
     "select_by_random",
     "select_by_sharding_key",

@@ -29,7 +29,8 @@ Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
     │   │   ├── MessageTooLarge       a body above the producer's maximum message size
     │   │   ├── ReservedProperty      a property only the client or broker may set
     │   │   └── DeliveryTimeNotSupported  a delivery time for a broker older than 5.0 (none sent)
-    │   ├── InvalidGroup              a producer/consumer group name that the broker rejects
+    │   ├── InvalidOption             a client/connector option out of range or malformed (also a ValueError)
+    │   │   └── InvalidGroup          a producer/consumer group name that the broker rejects
     │   ├── InvalidRecallHandle       a recall handle that is not one a send returned
     │   └── RecallNotSupported        a recall for a broker older than 5.3.2 (none sent)
     ├── StateError                    the object is in the wrong state (closed, not started)
@@ -143,6 +144,7 @@ __all__ = [
     "IllegalOperation",
     "InvalidGroup",
     "InvalidMessage",
+    "InvalidOption",
     "InvalidParameter",
     "InvalidRecallHandle",
     "InvalidTopic",
@@ -342,7 +344,17 @@ class DeliveryTimeNotSupported(InvalidMessage):
         )
 
 
-class InvalidGroup(ClientError):
+class InvalidOption(ClientError, ValueError):
+    """A client or connector option that is missing, out of range or does not parse: a producer's
+    or consumer's settings, a :class:`~rocketmq_py.ClientConfig` field, a ``send_many`` argument, a
+    Spark data source option. Nothing was sent.
+
+    It is also a :class:`ValueError`, so code written against the earlier ``ValueError`` of some of
+    these checks keeps working.
+    """
+
+
+class InvalidGroup(InvalidOption):
     """A producer or consumer group name that is empty, too long or has illegal characters.
 
     Attributes:

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketmq_py.protocol._ids import format_socket_address
+from rocketmq_py.protocol import format_socket_address
 
 __all__ = [
     "Entries",

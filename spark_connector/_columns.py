@@ -55,11 +55,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numpy.lib.stride_tricks import sliding_window_view
 
-from rocketmq_py.consumer._filter import MessageFilter
-from rocketmq_py.protocol import decode_messages
-from rocketmq_py.protocol._message import SysFlag
-from rocketmq_py.protocol._properties import PropertyKey
-from rocketmq_py.protocol._stored import MAGIC_CODE_V1
+from rocketmq_py.lowlevel import MessageFilter
+from rocketmq_py.protocol import MAGIC_CODE_V1, PropertyKey, SysFlag, decode_messages
 from spark_connector._arrow_columns import (
     PropertySplit,
     cut,

@@ -2,8 +2,9 @@
 
     RocketMQError
     ├── ClientError
-    │   ├── SparkOptionError   an option is missing, conflicts with another or does not parse
-    │   └── SparkSchemaError   a schema given with ``.schema(...)`` that the source cannot return
+    │   ├── InvalidOption (also a ValueError)
+    │   │   └── SparkOptionError   an option is missing, conflicts with another or does not parse
+    │   └── SparkSchemaError       a schema given with ``.schema(...)`` that the source cannot return
     └── DataLossError          messages the query asked for are gone
 
 The two client errors are raised while Spark plans the query, before anything is read.
@@ -11,12 +12,12 @@ The two client errors are raised while Spark plans the query, before anything is
 
 from __future__ import annotations
 
-from rocketmq_py.errors import ClientError, RocketMQError
+from rocketmq_py.errors import ClientError, InvalidOption, RocketMQError
 
 __all__ = ["DataLossError", "SparkOptionError", "SparkSchemaError"]
 
 
-class SparkOptionError(ClientError):
+class SparkOptionError(InvalidOption):
     """A data source option is missing, conflicts with another, or has a value that does not parse.
 
     Attributes:

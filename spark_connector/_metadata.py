@@ -1,6 +1,6 @@
 """Driver-side questions to the cluster: topics, routes, queue bounds, offsets for timestamps.
 
-Async functions over :class:`~rocketmq_py._client._api.RemotingApi`, and :func:`run_with_api`,
+Async functions over :class:`~rocketmq_py.lowlevel.RemotingApi`, and :func:`run_with_api`,
 which opens a connection pool for one short ``trio.run`` -- the driver is synchronous Python,
 and no trio loop outlives a planning call.
 """
@@ -13,11 +13,6 @@ from typing import TypeVar
 
 import trio
 
-from rocketmq_py._client._api import RemotingApi
-from rocketmq_py._client._route import find_broker_address, subscribe_queues
-from rocketmq_py._client._timestamp import offset_for_timestamp
-from rocketmq_py._transport import ConnectionPool
-from rocketmq_py._transport._hooks import AclRPCHook
 from rocketmq_py.errors import (
     BrokerError,
     RocketMQError,
@@ -25,6 +20,14 @@ from rocketmq_py.errors import (
     SubscriptionGroupNotExist,
     TransportError,
     leaf_exceptions,
+)
+from rocketmq_py.lowlevel import (
+    AclRPCHook,
+    ConnectionPool,
+    RemotingApi,
+    find_broker_address,
+    offset_for_timestamp,
+    subscribe_queues,
 )
 from rocketmq_py.protocol import (
     ConsumeFromWhere,
@@ -35,9 +38,10 @@ from rocketmq_py.protocol import (
     MessageQueue,
     RequestCode,
     TopicRouteData,
+    namespace_of,
+    parse_fastjson,
+    unwrap_name,
 )
-from rocketmq_py.protocol._fastjson import parse_fastjson
-from rocketmq_py.protocol._namespace import namespace_of, unwrap_name
 from spark_connector._options import ReadOptions
 from spark_connector._planning import QueueState
 
@@ -188,7 +192,7 @@ async def search_offsets(
     """Per queue, the offset of the first message stored at or after ``timestamp_ms``, within ``[min, max]``.
 
     The same on every broker release: an older broker's answer is corrected with pulls under
-    ``group`` (:func:`~rocketmq_py._client._timestamp.offset_for_timestamp`).
+    ``group`` (:func:`~rocketmq_py.lowlevel.offset_for_timestamp`).
     """
     found: dict[MessageQueue, int] = {}
     limiter = trio.CapacityLimiter(_PLANNING_CONCURRENCY)

@@ -26,18 +26,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
-from rocketmq_py.consumer._allocate import get_strategy
+from rocketmq_py import get_strategy
 from rocketmq_py.errors import ClientError, InvalidGroup, InvalidMessage, InvalidTopic
-from rocketmq_py.producer._producer import DEFAULT_SEND_TIMEOUT
-from rocketmq_py.producer._send_many import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT
-from rocketmq_py.producer._validation import (
+from rocketmq_py.lowlevel import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_IN_FLIGHT,
+    DEFAULT_SEND_TIMEOUT,
     MAX_MESSAGE_SIZE,
     validate_group,
     validate_producer_group,
     validate_topic,
 )
-from rocketmq_py.protocol._bodies import build_subscription_data
-from rocketmq_py.protocol._namespace import validate_namespace, wrap_name
+from rocketmq_py.protocol import build_subscription_data, validate_namespace, wrap_name
 from spark_connector._errors import SparkOptionError
 
 __all__ = [

@@ -24,7 +24,7 @@ from typing import Final
 
 from pyspark.sql.datasource import InputPartition
 
-from rocketmq_py.consumer._allocate import allocate, sort_queues
+from rocketmq_py.lowlevel import allocate, sort_queues
 from rocketmq_py.protocol import MessageQueue
 from spark_connector._errors import DataLossError
 from spark_connector._options import EARLIEST, LATEST, OffsetSpec

@@ -38,9 +38,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import trio
 
-from rocketmq_py._client._api import RemotingApi
-from rocketmq_py.consumer._filter import MessageFilter
 from rocketmq_py.errors import unwrap_single
+from rocketmq_py.lowlevel import MessageFilter, RemotingApi
 from rocketmq_py.protocol import (
     MessageExt,
     MessageQueue,
@@ -50,8 +49,8 @@ from rocketmq_py.protocol import (
     decode_messages,
     from_ext_fields,
     pull_request_header,
+    unwrap_name,
 )
-from rocketmq_py.protocol._namespace import unwrap_name
 from spark_connector._columns import (
     ReplyChunk,
     chunks_to_batch,

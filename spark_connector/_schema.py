@@ -40,9 +40,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from rocketmq_py.protocol import MessageExt
-from rocketmq_py.protocol._ids import format_socket_address
-from rocketmq_py.protocol._properties import PropertyKey
+from rocketmq_py.protocol import MessageExt, PropertyKey, format_socket_address
 from spark_connector._errors import SparkSchemaError
 
 __all__ = [

@@ -65,10 +65,9 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from rocketmq_py.errors import ClientError, InvalidMessage
-from rocketmq_py.producer._batcher import Chunk
-from rocketmq_py.producer._producer import Producer
-from rocketmq_py.producer._send_many import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT, SendCounts, send_many
+from rocketmq_py import Chunk, Producer, SendCounts, send_many
+from rocketmq_py.errors import ClientError, InvalidMessage, InvalidOption
+from rocketmq_py.lowlevel import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT
 from rocketmq_py.protocol import Message, PropertyKey
 from spark_connector._options import SinkOptions, parse_sink_options
 
@@ -294,7 +293,7 @@ class _SinkBase:
 
     def __init__(self, options: Mapping[str, str], schema: StructType, overwrite: bool) -> None:
         if overwrite:
-            raise ClientError("the rocketmq sink only appends messages; mode 'overwrite' is not supported")
+            raise InvalidOption("the rocketmq sink only appends messages; mode 'overwrite' is not supported")
         self.sink_options = parse_sink_options(options)
         self.columns = plan_columns(schema, self.sink_options.topic)
         # Fixed on the driver, so every attempt of every task of this write derives the same keys.

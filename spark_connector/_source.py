@@ -38,7 +38,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from rocketmq_py._client._api import RemotingApi
+from rocketmq_py.lowlevel import RemotingApi
 from spark_connector._metadata import queue_states, resolve_topics, run_with_api, search_offsets
 from spark_connector._options import ReadOptions, parse_read_options
 from spark_connector._planning import QueueRange, RocketMQPartition, plan_partitions, resolve_ranges

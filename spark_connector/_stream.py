@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
-from rocketmq_py._client._api import RemotingApi
+from rocketmq_py.lowlevel import RemotingApi
 from rocketmq_py.protocol import MessageQueue
 from spark_connector._errors import DataLossError
 from spark_connector._metadata import (

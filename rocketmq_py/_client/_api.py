@@ -141,6 +141,7 @@ class RemotingApi:
     def command(
         self, code: int, header: CustomHeader | None = None, body: bytes = b"", *, oneway: bool = False
     ) -> RemotingCommand:
+        """A request command for ``code`` with ``header`` and ``body``, in this API's header encoding."""
         ext = to_ext_fields(header) if header is not None else None
         return RemotingCommand.request(code, ext, body, oneway=oneway, serialize_type=self.serialize_type)
 
@@ -166,6 +167,7 @@ class RemotingApi:
     async def oneway(
         self, address: str, code: int, header: CustomHeader | None = None, body: bytes = b""
     ) -> None:
+        """Send a request for ``code`` without waiting for an answer (none comes)."""
         await self.pool.oneway(address, self.command(code, header, body, oneway=True))
 
     # --- NameServer ----------------------------------------------------------------------------------
@@ -245,6 +247,7 @@ class RemotingApi:
         batch: bool = False,
         reply: bool = False,
     ) -> None:
+        """A send (as :meth:`send_message`) without waiting for an answer."""
         await self.pool.oneway(
             address, self.send_command(ext_fields, body, batch=batch, oneway=True, reply=reply)
         )
@@ -265,6 +268,7 @@ class RemotingApi:
     # --- broker: client registration -----------------------------------------------------------------
 
     async def heartbeat(self, address: str, data: HeartbeatData) -> RemotingCommand:
+        """HEART_BEAT with ``data`` (the client's producer and consumer groups); returns the reply."""
         return await self.call(address, RequestCode.HEART_BEAT, HeartbeatRequestHeader(), encode_body(data))
 
     async def unregister_client(
@@ -276,12 +280,14 @@ class RemotingApi:
         consumer_group: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109
     ) -> None:
+        """UNREGISTER_CLIENT: the client leaves the producer and/or consumer group."""
         header = UnregisterClientRequestHeader(
             client_id=client_id, producer_group=producer_group, consumer_group=consumer_group
         )
         await self.call(address, RequestCode.UNREGISTER_CLIENT, header, timeout=timeout)
 
     async def get_consumer_list(self, address: str, group: str, *, timeout: float | None = None) -> list[str]:  # noqa: ASYNC109
+        """GET_CONSUMER_LIST_BY_GROUP: the client ids of the group's members the broker knows."""
         header = GetConsumerListByGroupRequestHeader(consumer_group=group)
         reply = await self.call(address, RequestCode.GET_CONSUMER_LIST_BY_GROUP, header, timeout=timeout)
         return list(decode_body(ConsumerListBody, reply.body).consumer_id_list)
@@ -291,6 +297,7 @@ class RemotingApi:
     async def get_max_offset(
         self, address: str, topic: str, queue_id: int, broker_name: str | None = None
     ) -> int:
+        """GET_MAX_OFFSET: the queue's offset after its last message."""
         header = GetMaxOffsetRequestHeader(topic=topic, queue_id=queue_id, broker_name=broker_name)
         reply = await self.call(address, RequestCode.GET_MAX_OFFSET, header)
         return from_ext_fields(GetMaxOffsetResponseHeader, reply.ext_fields).offset
@@ -298,6 +305,7 @@ class RemotingApi:
     async def get_min_offset(
         self, address: str, topic: str, queue_id: int, broker_name: str | None = None
     ) -> int:
+        """GET_MIN_OFFSET: the queue's first offset still stored."""
         header = GetMinOffsetRequestHeader(topic=topic, queue_id=queue_id, broker_name=broker_name)
         reply = await self.call(address, RequestCode.GET_MIN_OFFSET, header)
         return from_ext_fields(GetMinOffsetResponseHeader, reply.ext_fields).offset
@@ -307,7 +315,7 @@ class RemotingApi:
     ) -> int:
         """SEARCH_OFFSET_BY_TIMESTAMP, the broker's raw answer (4.x: the *nearest* message).
 
-        Positioning code uses :func:`rocketmq_py._client._timestamp.offset_for_timestamp`, which
+        Positioning code uses :func:`rocketmq_py.lowlevel.offset_for_timestamp`, which
         gives the first message stored at or after ``timestamp_ms`` on every release.
         """
         header = SearchOffsetRequestHeader(
@@ -372,12 +380,14 @@ class RemotingApi:
     async def update_consumer_offset(
         self, address: str, group: str, topic: str, queue_id: int, offset: int, broker_name: str
     ) -> None:
+        """UPDATE_CONSUMER_OFFSET: commit ``offset`` of one queue for ``group``."""
         header = self._update_offset_header(group, topic, queue_id, offset, broker_name)
         await self.call(address, RequestCode.UPDATE_CONSUMER_OFFSET, header)
 
     async def update_consumer_offset_oneway(
         self, address: str, group: str, topic: str, queue_id: int, offset: int, broker_name: str
     ) -> None:
+        """:meth:`update_consumer_offset` without waiting for an answer."""
         header = self._update_offset_header(group, topic, queue_id, offset, broker_name)
         await self.oneway(address, RequestCode.UPDATE_CONSUMER_OFFSET, header)
 
@@ -464,9 +474,11 @@ class RemotingApi:
         )
 
     async def view_message(self, address: str, commit_log_offset: int) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID: the message stored at ``commit_log_offset``."""
         header = ViewMessageRequestHeader(offset=commit_log_offset)
         reply = await self.call(address, RequestCode.VIEW_MESSAGE_BY_ID, header)
         return decode_messages(reply.body)[0]
 
     async def create_topic(self, address: str, header: UpdateAndCreateTopicRequestHeader) -> None:
+        """UPDATE_AND_CREATE_TOPIC on one broker (admin)."""
         await self.call(address, RequestCode.UPDATE_AND_CREATE_TOPIC, header)

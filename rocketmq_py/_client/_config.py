@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 
 from rocketmq_py._transport import DEFAULT_CLOSE_ON_TIMEOUT
-from rocketmq_py.errors import ClientError
+from rocketmq_py.errors import InvalidOption
 from rocketmq_py.protocol import SerializeType, validate_namespace
 
 __all__ = [
@@ -46,16 +46,16 @@ def parse_namesrv_addrs(value: str | list[str] | tuple[str, ...]) -> list[str]:
     """``"host:port;host:port"`` (or a list) -> ``["host:port", ...]``.
 
     Raises:
-        ClientError: empty, or an entry is not ``host:port``.
+        InvalidOption: empty, or an entry is not ``host:port``.
     """
     items = value.split(";") if isinstance(value, str) else list(value)
     addrs = [a.strip() for a in items if a.strip()]
     if not addrs:
-        raise ClientError("no NameServer address given (namesrv='host:port;host:port' or ROCKETMQ_NAMESRV)")
+        raise InvalidOption("no NameServer address given (namesrv='host:port;host:port' or ROCKETMQ_NAMESRV)")
     for addr in addrs:
         host, sep, port = addr.rpartition(":")
         if not sep or not host or not port.isdigit():
-            raise ClientError(f"NameServer address {addr!r} is not host:port")
+            raise InvalidOption(f"NameServer address {addr!r} is not host:port")
     return addrs
 
 
@@ -122,7 +122,7 @@ class ClientConfig:
         """The NameServer addresses: ``namesrv``, else ``$ROCKETMQ_NAMESRV``, split on ``;``.
 
         Raises:
-            ClientError: none given, or an entry is not ``host:port``.
+            InvalidOption: none given, or an entry is not ``host:port``.
         """
         return parse_namesrv_addrs(self.namesrv or os.environ.get("ROCKETMQ_NAMESRV", ""))
 
@@ -130,12 +130,12 @@ class ClientConfig:
         """``namespace`` checked (``""`` counts as none).
 
         Raises:
-            ClientError: the namespace holds a character other than letters, digits, ``_``, ``-``.
+            InvalidOption: the namespace holds a character other than letters, digits, ``_``, ``-``.
         """
         try:
             return validate_namespace(self.namespace)
         except ValueError as exc:
-            raise ClientError(str(exc)) from None
+            raise InvalidOption(str(exc)) from None
 
     def resolve_client_id(self) -> str:
         """``ip@instanceName``, fixing the defaults the first time."""

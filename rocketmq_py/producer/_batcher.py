@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+from rocketmq_py.errors import InvalidOption
 from rocketmq_py.protocol import Message, MessageQueue
 
 __all__ = ["BATCH_BYTES", "PER_MESSAGE_OVERHEAD", "Batcher", "Chunk", "estimated_size"]
@@ -40,6 +41,9 @@ def estimated_size(message: Message) -> int:
 @dataclass(slots=True)
 class Chunk:
     """Messages sent in one request: one message (a plain send) or several (a batch send).
+
+    :func:`~rocketmq_py.send_many` hands each chunk to its ``on_sent`` / ``on_failure`` /
+    ``describe`` callbacks.
 
     ``first_index`` is the position of the first message in the caller's sequence (the rest
     follow, not necessarily contiguously when lanes interleave); ``queue`` is set for an ordered
@@ -71,11 +75,14 @@ class Batcher:
     Args:
         batch_size: most messages per chunk (1: every message alone).
         max_bytes: most estimated bytes per chunk.
+
+    Raises:
+        InvalidOption: ``batch_size`` is below 1.
     """
 
     def __init__(self, batch_size: int, max_bytes: int = BATCH_BYTES) -> None:
         if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+            raise InvalidOption(f"batch_size must be at least 1, not {batch_size}")
         self.batch_size = batch_size
         self.max_bytes = max_bytes
         self._open: dict[str | MessageQueue, Chunk] = {}

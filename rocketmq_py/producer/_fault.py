@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from rocketmq_py._client._route import TopicPublishInfo
-from rocketmq_py.errors import RouteNotFound
+from rocketmq_py.errors import InvalidOption, RouteNotFound
 from rocketmq_py.protocol._bodies import MessageQueue
 
 __all__ = [
@@ -125,7 +125,7 @@ class LatencyFaultTolerance:
         rng: the random source of :meth:`pick_one_at_least`.
 
     Raises:
-        ValueError: the two tables differ in length.
+        InvalidOption: the two tables differ in length.
     """
 
     def __init__(
@@ -136,7 +136,7 @@ class LatencyFaultTolerance:
         rng: random.Random | None = None,
     ) -> None:
         if len(latency_max) != len(not_available):
-            raise ValueError("latency_max and not_available must have the same length")
+            raise InvalidOption("latency_max and not_available must have the same length")
         self._clock = clock
         self._latency_max = tuple(latency_max)
         self._not_available = tuple(not_available)
@@ -342,11 +342,21 @@ class FaultConfig:
         latency_max: ascending latency thresholds in ms (Java 5.x values).
         not_available: how long (ms) a broker is avoided after an attempt that took at least the
             matching threshold.
+
+    Raises:
+        InvalidOption: the two tables differ in length.
     """
 
     enabled: bool = True
     latency_max: tuple[float, ...] = LATENCY_MAX_MS
     not_available: tuple[float, ...] = NOT_AVAILABLE_DURATION_MS
+
+    def __post_init__(self) -> None:
+        if len(self.latency_max) != len(self.not_available):
+            raise InvalidOption(
+                f"latency_max and not_available must have the same length, not {len(self.latency_max)} "
+                f"and {len(self.not_available)}"
+            )
 
     def build(self, clock: Callable[[], float] = time.monotonic) -> LatencyFaultTolerance | None:
         """The fault table these settings describe (``None`` when disabled)."""

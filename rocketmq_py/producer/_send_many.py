@@ -16,7 +16,7 @@ from typing import Final
 
 import trio
 
-from rocketmq_py.errors import BrokerError, RocketMQError, TransportError, first_of_ours
+from rocketmq_py.errors import BrokerError, InvalidOption, RocketMQError, TransportError, first_of_ours
 from rocketmq_py.producer._batcher import Batcher, Chunk
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.producer._selectors import select_by_sharding_key
@@ -135,17 +135,18 @@ async def send_many(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
-    on_sent: OnSent | None = None,
-    on_failure: OnFailure | None = None,
-    describe: Describe = _describe,
+    on_sent: Callable[[SendResult, Chunk], None] | None = None,
+    on_failure: Callable[[RocketMQError, Chunk], None] | None = None,
+    describe: Callable[[Chunk], str] = _describe,
 ) -> SendCounts:
     """Send ``messages`` with a started ``producer``; return once every request was answered.
 
     Args:
-        batch_size: most messages per request (1: plain sends); see
-            :class:`~rocketmq_py.producer._batcher.Batcher` for what goes alone.
+        batch_size: most messages per request (1: plain sends); a message with a delay level or
+            above the batch size limit goes alone.
         max_in_flight: most requests waiting for their answer at once.
-        on_sent: called after each acknowledged request with its result and chunk.
+        on_sent: called after each acknowledged request with its result and its
+            :class:`~rocketmq_py.Chunk`.
         on_failure: when given, a request failing with a broker or transport error is reported here
             and counted (``failed_messages``) and sending goes on; other errors (an invalid
             message, a topic without a route) still stop everything.
@@ -153,9 +154,12 @@ async def send_many(
             positions and topic).
 
     Raises:
+        InvalidOption: ``batch_size`` or ``max_in_flight`` is below 1 (nothing sent).
         RocketMQError: the first error that stopped the sending (the other requests are
             cancelled), not wrapped in an exception group, with the ``describe`` note.
     """
+    if max_in_flight < 1:
+        raise InvalidOption(f"max_in_flight must be at least 1, not {max_in_flight}")
     batcher = Batcher(batch_size)
     try:
         async with trio.open_nursery() as nursery:

@@ -25,7 +25,7 @@ from typing import Any
 import trio
 
 from rocketmq_py._client._instance import ClientInstance
-from rocketmq_py.errors import RocketMQError
+from rocketmq_py.errors import InvalidOption, RocketMQError
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.producer._types import LocalTransactionState, SendResult, SendStatus
 from rocketmq_py.producer._validation import validate_message
@@ -130,14 +130,12 @@ class TransactionProducer(Producer):
 
         Raises:
             InvalidMessage: the message fails validation (nothing sent).
-            ClientError: no local-transaction callback.
+            InvalidOption: no local-transaction callback, here or given to the producer.
             BrokerError, TransportError, RequestTimeout: the half message could not be sent.
         """
         execute = execute_local_transaction or self.execute_local_transaction
         if execute is None:
-            from rocketmq_py.errors import ClientError
-
-            raise ClientError("send_message_in_transaction needs an execute_local_transaction callback")
+            raise InvalidOption("send_message_in_transaction needs an execute_local_transaction callback")
         validate_message(message, self.max_message_size, reserved=self._reserved)
         message.delay_level = None
         message.properties[PropertyKey.TRANSACTION_PREPARED] = "true"

@@ -1,0 +1,63 @@
+"""Building blocks under the client classes, for tools that talk to brokers without them.
+
+``Producer`` and ``PushConsumer`` own a client instance (route refresh, heartbeats, a consumer
+group); a tool that reads queues directly, as the Spark connector does (it plans offset ranges on
+the driver and pulls them on executors, with no consumer group), needs the parts underneath
+instead. They are public here so that such a tool imports no private module:
+
+* the wire: :class:`ConnectionPool` (connections, optionally signed by an :class:`AclRPCHook`) and
+  :class:`RemotingApi` (one typed async call per request code over the pool);
+* routes and positions: :func:`subscribe_queues` (a route's readable queues),
+  :func:`find_broker_address` (an address with the client's master/slave fallbacks) and
+  :func:`offset_for_timestamp` (the same answer from every broker release);
+* what a consumer group member decides alone: :func:`allocate` with :func:`sort_queues` and
+  :func:`sort_consumers` (the client's allocation, identical to Java's) and :class:`MessageFilter`
+  (the client-side tag re-check of a pull);
+* the client's rules and defaults, for wrappers that expose the same options:
+  :func:`validate_topic`, :func:`validate_group`, :func:`validate_producer_group`,
+  :data:`MAX_MESSAGE_SIZE`, :data:`DEFAULT_SEND_TIMEOUT`, :data:`DEFAULT_BATCH_SIZE` and
+  :data:`DEFAULT_MAX_IN_FLIGHT`.
+
+As ``trio.lowlevel`` is to ``trio``: these names follow the client's internals and may change
+between minor releases more freely than the names :mod:`rocketmq_py` exports. The codec they speak
+is :mod:`rocketmq_py.protocol`.
+"""
+
+from __future__ import annotations
+
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py._client._route import FoundBroker, find_broker_address, subscribe_queues
+from rocketmq_py._client._timestamp import offset_for_timestamp
+from rocketmq_py._transport import AclRPCHook, ConnectionPool, RPCHook
+from rocketmq_py.consumer._allocate import allocate, sort_consumers, sort_queues
+from rocketmq_py.consumer._filter import MessageFilter
+from rocketmq_py.producer._producer import DEFAULT_SEND_TIMEOUT
+from rocketmq_py.producer._send_many import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT
+from rocketmq_py.producer._validation import (
+    MAX_MESSAGE_SIZE,
+    validate_group,
+    validate_producer_group,
+    validate_topic,
+)
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_MAX_IN_FLIGHT",
+    "DEFAULT_SEND_TIMEOUT",
+    "MAX_MESSAGE_SIZE",
+    "AclRPCHook",
+    "ConnectionPool",
+    "FoundBroker",
+    "MessageFilter",
+    "RPCHook",
+    "RemotingApi",
+    "allocate",
+    "find_broker_address",
+    "offset_for_timestamp",
+    "sort_consumers",
+    "sort_queues",
+    "subscribe_queues",
+    "validate_group",
+    "validate_producer_group",
+    "validate_topic",
+]

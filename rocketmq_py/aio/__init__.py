@@ -18,10 +18,7 @@ thread or socket is left behind). Use one loop per client: a client is opened an
 loop it runs on.
 """
 
-from rocketmq_py.aio._lite_pull import LitePullConsumer
-from rocketmq_py.aio._producer import Producer
-from rocketmq_py.aio._push import PushConsumer
-from rocketmq_py.aio._transaction import TransactionProducer
+from rocketmq_py.aio._generated import LitePullConsumer, Producer, PushConsumer, TransactionProducer
 from rocketmq_py.producer._selectors import select_by_hash
 from rocketmq_py.producer._types import SendResult, SendStatus
 from rocketmq_py.protocol import Message, MessageQueue, create_reply

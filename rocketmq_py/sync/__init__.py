@@ -16,10 +16,7 @@ number of threads, but not from inside an async callback running in the client's
 from rocketmq_py.producer._selectors import select_by_hash
 from rocketmq_py.producer._types import SendResult, SendStatus
 from rocketmq_py.protocol import Message, MessageQueue, create_reply
-from rocketmq_py.sync._lite_pull import LitePullConsumer
-from rocketmq_py.sync._producer import Producer
-from rocketmq_py.sync._push import PushConsumer
-from rocketmq_py.sync._transaction import TransactionProducer
+from rocketmq_py.sync._generated import LitePullConsumer, Producer, PushConsumer, TransactionProducer
 
 __all__ = [
     "LitePullConsumer",

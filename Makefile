@@ -80,6 +80,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/python scripts/gen_facades.py --check
 
 # Everything: lint, types, the documentation site (strict), fast tests and the integration tests
 # against a real cluster (5.3.3), then the broker-dependent integration files on each of

@@ -16,9 +16,9 @@ import trio
 
 from rocketmq_py import Message, MessageExt, MessageQueue, Producer
 from rocketmq_py.consumer._lite_pull import LitePullConsumer
+from rocketmq_py.sync import LitePullConsumer as SyncLitePullConsumer
 from rocketmq_py.sync import Message as SyncMessage
 from rocketmq_py.sync import Producer as SyncProducer
-from rocketmq_py.sync._lite_pull import LitePullConsumer as SyncLitePullConsumer
 from rocketmq_py.testing import Cluster
 
 SETTLE_TIMEOUT = 60.0

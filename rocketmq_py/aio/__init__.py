@@ -16,25 +16,86 @@ Cancelling an asyncio task cancels the call it awaits; errors are the trio clien
 types. When the last client of a loop is closed, the trio run on that loop ends too (no task,
 thread or socket is left behind). Use one loop per client: a client is opened and closed on the
 loop it runs on.
+
+The other names of :mod:`rocketmq_py` (``Message``, ``ConsumeStatus``, the errors, ...) are
+exported here too, the same objects; only ``send_many`` and ``SendCounts`` are trio's alone.
 """
 
-from rocketmq_py.aio._lite_pull import LitePullConsumer
-from rocketmq_py.aio._producer import Producer
-from rocketmq_py.aio._push import PushConsumer
-from rocketmq_py.aio._transaction import TransactionProducer
-from rocketmq_py.producer._selectors import select_by_hash
-from rocketmq_py.producer._types import SendResult, SendStatus
-from rocketmq_py.protocol import Message, MessageQueue, create_reply
+from rocketmq_py import (
+    BrokerError,
+    ClientConfig,
+    ClientError,
+    ConsumeContext,
+    ConsumeFromWhere,
+    ConsumeOrderlyStatus,
+    ConsumeStatus,
+    FaultConfig,
+    Hook,
+    InvalidMessage,
+    LocalTransactionState,
+    Message,
+    MessageExt,
+    MessageModel,
+    MessageQueue,
+    PopQueueStatistics,
+    ProtocolError,
+    QueueChangeListener,
+    QueueStatistics,
+    RebalanceListener,
+    RequestTimeout,
+    RocketMQError,
+    RouteNotFound,
+    SendContext,
+    SendResult,
+    SendStatus,
+    StateError,
+    TransactionSendResult,
+    TransportError,
+    create_reply,
+    errors,
+    select_by_hash,
+    select_by_random,
+    select_by_sharding_key,
+)
+from rocketmq_py.aio._generated import LitePullConsumer, Producer, PushConsumer, TransactionProducer
 
 __all__ = [
+    "BrokerError",
+    "ClientConfig",
+    "ClientError",
+    "ConsumeContext",
+    "ConsumeFromWhere",
+    "ConsumeOrderlyStatus",
+    "ConsumeStatus",
+    "FaultConfig",
+    "Hook",
+    "InvalidMessage",
     "LitePullConsumer",
+    "LocalTransactionState",
     "Message",
+    "MessageExt",
+    "MessageModel",
     "MessageQueue",
+    "PopQueueStatistics",
     "Producer",
+    "ProtocolError",
     "PushConsumer",
+    "QueueChangeListener",
+    "QueueStatistics",
+    "RebalanceListener",
+    "RequestTimeout",
+    "RocketMQError",
+    "RouteNotFound",
+    "SendContext",
     "SendResult",
     "SendStatus",
+    "StateError",
     "TransactionProducer",
+    "TransactionSendResult",
+    "TransportError",
     "create_reply",
+    "errors",
     "select_by_hash",
+    "select_by_random",
+    "select_by_sharding_key",
 ]

@@ -5,7 +5,8 @@ constructor. ``async with`` (or :meth:`AioClient.open`) enters it in a *host tas
 run, which keeps it open until :meth:`AioClient.aclose` (trio needs a context entered and exited
 by one task). Each async method forwards with :meth:`AioClient._call`: the trio coroutine runs in
 a guest worker and its result or error comes back unchanged. Methods that only read or set
-state run directly: the guest shares the loop's thread.
+state run directly: the guest shares the loop's thread. The classes themselves are generated
+(``_generated.py``, by ``scripts/gen_facades.py``); what cannot be generated is in ``_bases.py``.
 
 Listeners and callbacks that are coroutine functions are asyncio coroutines: they run as asyncio
 tasks on the user's loop (:meth:`AioClient._on_loop`), so they may use asyncio libraries. Plain

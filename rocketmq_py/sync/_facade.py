@@ -1,18 +1,12 @@
 """The base of every blocking client: one async client kept open in one :class:`Portal`.
 
-A blocking class of :mod:`rocketmq_py.sync` builds the async client of the same name in its
+A blocking class of :mod:`rocketmq_py.sync` builds the trio client of the same name in its
 constructor and forwards each public method through the portal, with the same name and
-parameters (a test compares the two surfaces). Adding one is a few lines per method::
-
-    class PushConsumer(SyncClient[aio.PushConsumer]):
-        def __init__(self, group: str, *, namesrv: str | None = None, ...) -> None:
-            super().__init__(aio.PushConsumer(group, namesrv=namesrv, ...))
-
-        def subscribe(self, topic: str, expression: str = "*") -> None:
-            self._call_sync(self._client.subscribe, topic, expression)
-
-        def commit(self) -> None:
-            self._call(self._client.commit)
+parameters (a test compares the two surfaces). The classes are generated (``_generated.py``, by
+``scripts/gen_facades.py``): each method forwards with :meth:`SyncClient._call` (a coroutine),
+:meth:`SyncClient._call_sync` (loop-owned state, while running) or :meth:`SyncClient._read` (also
+before ``start()`` and after ``shutdown()``), as the script's description says; what cannot be
+generated is in ``_bases.py``.
 
 Lifecycle names follow Java's clients: ``start()`` / ``shutdown()``, plus ``close()`` (the async
 ``aclose()``) and ``with``. Methods called before ``start()`` or after ``shutdown()`` raise

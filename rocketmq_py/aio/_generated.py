@@ -312,7 +312,7 @@ class TransactionProducer(Producer):
 
         Raises:
             InvalidMessage: the message fails validation (nothing sent).
-            ClientError: no local-transaction callback.
+            InvalidOption: no local-transaction callback, here or given to the producer.
             BrokerError, TransportError, RequestTimeout: the half message could not be sent.
         """
         return await self._call(

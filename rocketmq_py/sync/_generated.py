@@ -303,7 +303,7 @@ class TransactionProducer(Producer):
 
         Raises:
             InvalidMessage: the message fails validation (nothing sent).
-            ClientError: no local-transaction callback.
+            InvalidOption: no local-transaction callback, here or given to the producer.
             BrokerError, TransportError, RequestTimeout: the half message could not be sent.
         """
         return self._call(

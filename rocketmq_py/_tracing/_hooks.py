@@ -3,9 +3,9 @@
 The hook itself is :class:`~rocketmq_py._tracing._trace_hook.TraceHook` (re-exported here); the
 producer wires its own with :func:`~rocketmq_py._tracing._trace_hook.new_trace_hook` and passes
 itself as the sender factory. This module is for the clients that pass none (the consumers, whose
-``_enable_trace`` calls ``trace_hook(group, config, namespace, trace_topic)``): it names
-``Producer``, so nothing in the producer may import it (that is the import circle it breaks).
-Once every caller passes ``open_sender``, this module can go.
+``_enable_trace`` calls ``trace_hook(group, config, namespace, trace_topic)``). It names
+``Producer``, so nothing in the producer may import it: that would close the import circle the
+factory removed. Once the consumers pass ``open_sender`` too, this module can go.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Header codec timings: binary header via compiled construct vs struct, and the JSON header.
 
 Run with ``python benchmarks/header_codec.py``; prints operations per second. The struct codec is
-the one in use only because it is much faster than the construct reference (see ``_command``).
+the one in use only because it is much faster than the construct reference (see ``_binary_header``
+and ``_command_construct``).
 """
 
 from __future__ import annotations
@@ -9,18 +10,15 @@ from __future__ import annotations
 import timeit
 from collections.abc import Callable
 
+from rocketmq_py.protocol._binary_header import _decode_binary_header_struct, _encode_binary_header_struct
 from rocketmq_py.protocol._codes import RequestCode, SerializeType
-from rocketmq_py.protocol._command import (
-    RemotingCommand,
+from rocketmq_py.protocol._command import RemotingCommand, decode_command
+from rocketmq_py.protocol._command_construct import (
     _decode_binary_header_construct,
-    _decode_binary_header_struct,
-    _decode_json_header,
     _encode_binary_header_construct,
-    _encode_binary_header_struct,
-    _encode_json_header,
-    decode_command,
 )
 from rocketmq_py.protocol._frame import FrameBuffer
+from rocketmq_py.protocol._json_header import _decode_json_header, _encode_json_header
 
 # A pull request's worth of header: ten short extFields entries.
 _FIELDS = {f"field{i}": f"value-{i * 7919}" for i in range(10)}

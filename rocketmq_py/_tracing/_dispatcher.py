@@ -3,13 +3,16 @@
 Clients with ``enable_trace=True`` hand their records to a :class:`TraceDispatcher` without
 waiting (:meth:`TraceDispatcher.append`: a bounded queue; when it is full the record is dropped
 and counted, as Java drops it, so tracing never slows or blocks a send or a listener). Its task
-sends them with a producer of its own (group ``_INNER_TRACE_PRODUCER-<group>``, the client's
+sends them with a sender of its own (group ``_INNER_TRACE_PRODUCER-<group>``, the client's
 settings: NameServer, ACL, TLS) to the trace topic: as soon as ``batch_num`` records wait, else
 every ``flush_interval`` seconds; the records of one batch are grouped by the topic they are
 about, joined into bodies of at most ``max_message_size`` bytes, and each body is sent with the
 traced messages' ids and keys as its ``KEYS`` (``mqadmin queryMsgTraceById`` looks them up by
 those). A failed send is logged and counted; its records are not retried (Java neither). On close,
 what is queued is flushed within ``close_timeout`` seconds.
+
+The client gives the dispatcher an :class:`OpenTraceSender` to open that sender with (``Producer``
+itself is one), so that this package never imports the producer, which imports it.
 """
 
 from __future__ import annotations
@@ -18,19 +21,19 @@ import dataclasses
 import logging
 from collections import deque
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 import trio
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.errors import RocketMQError
-from rocketmq_py.producer._producer import Producer
 from rocketmq_py.protocol import Message
 from rocketmq_py.protocol._trace import TRACE_TOPIC, TraceRecord, trace_keys
 
-__all__ = ["TraceDispatcher", "TraceStatistics"]
+__all__ = ["OpenTraceSender", "TraceDispatcher", "TraceSender", "TraceStatistics"]
 
 log = logging.getLogger("rocketmq_py.trace")
 
@@ -45,6 +48,25 @@ DEFAULT_FLUSH_INTERVAL = 5.0
 DEFAULT_QUEUE_SIZE = 2048
 #: Seconds given to the last flush when the client closes.
 DEFAULT_CLOSE_TIMEOUT = 3.0
+
+
+class TraceSender(Protocol):
+    """What the dispatcher sends trace messages with (a started ``Producer``)."""
+
+    async def send(self, message: Message) -> object:
+        """Send ``message`` and wait for the broker to store it (raises a RocketMQError if not)."""
+        ...
+
+
+class OpenTraceSender(Protocol):
+    """Makes the dispatcher's sender: ``async with open_sender(group, config=config) as sender``.
+
+    ``Producer`` is one (its constructor); the dispatcher calls it once per :meth:`TraceDispatcher.run`.
+    """
+
+    def __call__(self, group: str, *, config: ClientConfig) -> AbstractAsyncContextManager[TraceSender]:
+        """A sender of producer group ``group`` with the client settings ``config``, not yet started."""
+        ...
 
 
 @dataclass(slots=True)
@@ -63,8 +85,9 @@ class TraceDispatcher:
 
     Args:
         group: the traced client's group (names the dispatcher's own producer group).
-        config: the traced client's settings; the dispatcher's producer uses a copy under its own
+        config: the traced client's settings; the dispatcher's sender uses a copy under its own
             instance name.
+        open_sender: makes that sender (e.g. ``Producer``).
         trace_topic: where records go (default ``RMQ_SYS_TRACE_TOPIC``).
     """
 
@@ -73,6 +96,7 @@ class TraceDispatcher:
         group: str,
         config: ClientConfig,
         *,
+        open_sender: OpenTraceSender,
         trace_topic: str | None = None,
         batch_num: int = DEFAULT_BATCH_NUM,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -88,6 +112,7 @@ class TraceDispatcher:
         self.queue_size = queue_size
         self.close_timeout = close_timeout
         self._config = dataclasses.replace(config, instance_name=None)
+        self._open_sender = open_sender
         self._queue: deque[TraceRecord] = deque()
         self._wake = trio.Event()
         self._closing = False
@@ -112,14 +137,13 @@ class TraceDispatcher:
             try:
                 yield
             finally:
-                self._closing = True  # run() flushes within close_timeout, then closes its producer
+                self._closing = True  # run() flushes within close_timeout, then closes its sender
                 self._wake.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Open the producer, then flush until :meth:`running` ends (a last flush, ``close_timeout``)."""
+        """Open the sender, then flush until :meth:`running` ends (a last flush, ``close_timeout``)."""
         self._closing = False
-        producer = Producer(f"_INNER_TRACE_PRODUCER-{self.group}", config=self._config)
-        async with producer:
+        async with self._open_sender(f"_INNER_TRACE_PRODUCER-{self.group}", config=self._config) as sender:
             task_status.started()
             while not self._closing:
                 with trio.move_on_after(self.flush_interval):
@@ -127,15 +151,15 @@ class TraceDispatcher:
                 self._wake = trio.Event()
                 if self._closing:
                     break
-                await self.flush(producer)
+                await self.flush(sender)
             with trio.move_on_after(self.close_timeout):
-                await self.flush(producer)
+                await self.flush(sender)
             if self._queue:
                 self.statistics.records_failed += len(self._queue)
                 log.warning("%s: %d trace records not sent before closing", self.group, len(self._queue))
                 self._queue.clear()
 
-    async def flush(self, producer: Producer) -> None:
+    async def flush(self, sender: TraceSender) -> None:
         """Send every queued record now, ``batch_num`` at a time."""
         while self._queue:
             batch = [self._queue.popleft() for _ in range(min(self.batch_num, len(self._queue)))]
@@ -145,7 +169,7 @@ class TraceDispatcher:
                 by_topic.setdefault(topic, []).append(record)
             for records in by_topic.values():
                 for body, keys, count in self._bodies(records):
-                    await self._send(producer, body, keys, count)
+                    await self._send(sender, body, keys, count)
 
     def _bodies(self, records: list[TraceRecord]) -> list[tuple[str, list[str], int]]:
         bodies: list[tuple[str, list[str], int]] = []
@@ -166,11 +190,11 @@ class TraceDispatcher:
             bodies.append(("".join(parts), list(keys), len(parts)))
         return bodies
 
-    async def _send(self, producer: Producer, body: str, keys: list[str], count: int) -> None:
+    async def _send(self, sender: TraceSender, body: str, keys: list[str], count: int) -> None:
         stats = self.statistics
         message = Message(self.trace_topic, body.encode("utf-8"), keys=keys)
         try:
-            await producer.send(message)
+            await sender.send(message)
         except RocketMQError as exc:
             stats.records_failed += count
             log.warning(

@@ -19,13 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Self
+from typing import Any, Final, Self
 
 import trio
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
+from rocketmq_py._tracing._trace_hook import TraceHook, new_trace_hook
 from rocketmq_py.errors import (
     ClientError,
     MessageTooLarge,
@@ -63,9 +64,6 @@ from rocketmq_py.protocol import (
     wrap_name,
 )
 from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
-
-if TYPE_CHECKING:
-    from rocketmq_py._tracing._hooks import TraceHook
 
 __all__ = ["Producer", "ProducerStatistics"]
 
@@ -187,10 +185,10 @@ class Producer(SendPath):
         self._hooks = hook_list(hooks)
         self._trace: TraceHook | None = None
         self._trace_running: AbstractAsyncContextManager[None] | None = None
-        if enable_trace:
-            from rocketmq_py._tracing._hooks import trace_hook  # (it sends with a Producer)
-
-            self._trace = trace_hook(self.group, self.config, self.namespace, trace_topic)
+        if enable_trace:  # the trace dispatcher sends with a Producer of its own
+            self._trace = new_trace_hook(
+                self.group, self.config, self.namespace, trace_topic, open_sender=Producer
+            )
             self._hooks.append(self._trace)
 
     def register_hook(self, hook: Hook) -> None:
@@ -394,13 +392,14 @@ class Producer(SendPath):
         if namespace is not None:
             selector = wire_selector(namespace, selector, message)
             message, queue = wire_message(namespace, message), wire_queue(namespace, queue)
+
+        async def send(request: Message, remaining: float) -> object:
+            return await self._send(
+                request, batch=False, selector=selector, arg=arg, queue=queue, timeout=remaining
+            )
+
         return await send_request(
-            self,
-            message,
-            timeout=self.send_timeout if timeout is None else timeout,
-            selector=selector,
-            arg=arg,
-            queue=queue,
+            self.instance, message, send, timeout=self.send_timeout if timeout is None else timeout
         )
 
     async def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:

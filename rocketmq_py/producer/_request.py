@@ -13,23 +13,27 @@ Java ``DefaultMQProducer.request`` (``DefaultMQProducerImpl.request`` and ``prep
 One deadline covers all three. When it passes, :class:`~rocketmq_py.errors.RequestReplyTimeout`
 says whether the request was stored; the slot is removed however the call ends, so a reply that
 comes later is dropped (:meth:`ReplyWaiters.deliver`).
+
+:func:`send_request` gets its collaborators, not the producer: the client instance (its id, routes,
+heartbeats and reply slots) and a function that sends the request within the time left.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
 
 import trio
 
+from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py.errors import RequestReplyTimeout, RequestTimeout
-from rocketmq_py.producer._selectors import SelectQueue
-from rocketmq_py.protocol import Message, MessageExt, MessageQueue, PropertyKey
+from rocketmq_py.protocol import Message, MessageExt, PropertyKey
 
-if TYPE_CHECKING:
-    from rocketmq_py.producer._producer import Producer
+__all__ = ["SendAttempts", "new_correlation_id", "send_request"]
 
-__all__ = ["new_correlation_id", "send_request"]
+#: Sends a request as any message (retries included) within the seconds given; returns once the
+#: broker stored it (raises RequestTimeout when the seconds run out).
+SendAttempts = Callable[[Message, float], Awaitable[object]]
 
 
 def new_correlation_id() -> str:
@@ -38,16 +42,13 @@ def new_correlation_id() -> str:
 
 
 async def send_request(
-    producer: Producer,
+    instance: ClientInstance,
     message: Message,
+    send: SendAttempts,
     *,
     timeout: float,  # noqa: ASYNC109 - the whole request's deadline, as Java's
-    selector: SelectQueue | None,
-    arg: Any,
-    queue: MessageQueue | None,
 ) -> MessageExt:
-    """The body of :meth:`Producer.request` (``message`` is validated)."""
-    instance = producer.instance
+    """The body of :meth:`Producer.request` (``message`` is validated; ``send`` sends it)."""
     correlation_id = new_correlation_id()
     properties = message.properties
     properties[PropertyKey.CORRELATION_ID] = correlation_id
@@ -63,9 +64,7 @@ async def send_request(
                 await instance.heartbeat_all()
             remaining = max(0.0, scope.deadline - trio.current_time())
             try:
-                await producer._send(
-                    message, batch=False, selector=selector, arg=arg, queue=queue, timeout=remaining
-                )
+                await send(message, remaining)
             except RequestTimeout as exc:
                 raise RequestReplyTimeout(message.topic, correlation_id, timeout, sent=False) from exc
             sent = True

@@ -20,7 +20,7 @@ What it offers:
 - **fault injection**: delayed replies, requests never answered, connections dropped after N
   frames or when a given code arrives, raw garbage bytes, dropping every client now;
 - **default handlers** answering enough of the real protocol for service tests (details in
-  ``_fake_store``): ``GET_ROUTEINFO_BY_TOPIC`` from in-memory routes (:meth:`FakeBroker.add_topic`,
+  ``_fake_store`` and the handler modules it names): ``GET_ROUTEINFO_BY_TOPIC`` from in-memory routes (:meth:`FakeBroker.add_topic`,
   :meth:`FakeBroker.set_route`), ``SEND_MESSAGE``/``SEND_MESSAGE_V2``/``SEND_BATCH_MESSAGE``
   storing messages per (topic, queue), ``PULL_MESSAGE`` answering ``FOUND`` with stored-message
   records or ``PULL_NOT_FOUND`` (with long polling), consumer offsets, queue bounds and search
@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import ssl
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Final, Self
@@ -50,70 +50,20 @@ from rocketmq_py.protocol._codes import DEFAULT_VERSION, FLAG_RESPONSE, Response
 from rocketmq_py.protocol._command import RemotingCommand
 from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE, FrameBuffer
 from rocketmq_py.protocol._message import Message, MessageExt
+from rocketmq_py.testing._fake_client import FakeClient, PendingReply
+from rocketmq_py.testing._fake_groups import GroupHandlers
+from rocketmq_py.testing._fake_handlers import BrokerHandler
+from rocketmq_py.testing._fake_messages import MessageHandlers
 from rocketmq_py.testing._fake_pop import FakePop
 from rocketmq_py.testing._fake_store import DEFAULT_PERM, FakeStore
 
 __all__ = ["DEFAULT_GARBAGE", "BrokerHandler", "FakeBroker", "FakeClient"]
-
-#: Answers one request; ``None`` means "send no response".
-BrokerHandler = Callable[[RemotingCommand], Awaitable[RemotingCommand | None]]
 
 #: What :meth:`FakeBroker.send_garbage` sends by default: a frame length of -1, which no
 #: decoder may accept.
 DEFAULT_GARBAGE: Final = b"\xff\xff\xff\xffnot a remoting frame"
 
 _RECEIVE_CHUNK: Final = 64 * 1024
-
-
-class FakeClient:
-    """The broker's side of one accepted client connection."""
-
-    def __init__(self, index: int, stream: trio.abc.Stream) -> None:
-        #: 0 for the first connection the broker accepted, then 1, 2, ...
-        self.index = index
-        #: Frames received on this connection.
-        self.frames_received = 0
-        self._stream = stream
-        self._write_lock = trio.Lock()
-        self._pending: dict[int, _Reply] = {}
-        self._closed = False
-
-    def __repr__(self) -> str:
-        return f"<FakeClient #{self.index} {'closed' if self._closed else 'open'}>"
-
-    @property
-    def is_open(self) -> bool:
-        """Whether the connection is still up."""
-        return not self._closed
-
-    async def send(self, data: bytes) -> None:
-        """Write raw bytes to this client; quietly nothing once the connection is gone."""
-        async with self._write_lock:
-            if self._closed:
-                return
-            try:
-                await self._stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                await self.aclose()
-
-    async def aclose(self) -> None:
-        """Drop the connection (the client sees EOF or a reset)."""
-        self._mark_closed()
-        await trio.aclose_forcefully(self._stream)
-
-    def _mark_closed(self) -> None:
-        self._closed = True
-        for reply in self._pending.values():
-            reply.done.set()
-        self._pending.clear()
-
-
-class _Reply:
-    __slots__ = ("done", "response")
-
-    def __init__(self) -> None:
-        self.done = trio.Event()
-        self.response: RemotingCommand | None = None
 
 
 class FakeBroker:
@@ -168,9 +118,15 @@ class FakeBroker:
         self._nursery: trio.Nursery | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._store = FakeStore(self, auto_create_topics=auto_create_topics)
+        # The default handlers, each on the store (kept as attributes: tests wrap a default one).
+        self._messages = MessageHandlers(self._store)
+        self._groups = GroupHandlers(self._store)
+        self._pop = FakePop(self._store)
         self._defaults = defaults
         if defaults:
-            self._store.install(self._handlers)
+            self._messages.install(self._handlers)
+            self._groups.install(self._handlers)
+            self._pop.install(self._handlers)
 
     def __repr__(self) -> str:
         return f"<FakeBroker {self._address or 'not started'}, {len(self.received)} frames received>"
@@ -192,7 +148,7 @@ class FakeBroker:
         host, port = listeners[0].socket.getsockname()[:2]
         self._address = f"{host}:{port}"
         if self._defaults:
-            nursery.start_soon(self._store.pop.revive_loop)
+            nursery.start_soon(self._pop.revive_loop)
         self._nursery = nursery
         self._exit_stack = stack
         return self
@@ -323,7 +279,7 @@ class FakeBroker:
         opaque = self._next_opaque
         self._next_opaque += 1
         command = dataclasses.replace(command, opaque=opaque, serialize_type=self._serialize_type)
-        reply = _Reply()
+        reply = PendingReply()
         if expect_reply:
             client._pending[opaque] = reply
         self.sent.append(command)
@@ -487,7 +443,7 @@ class FakeBroker:
     @property
     def pop(self) -> FakePop:
         """The POP side: acknowledged and re-timed messages, and the mode per (topic, group)."""
-        return self._store.pop
+        return self._pop
 
     @property
     def first_in_memory(self) -> bool:

@@ -1,6 +1,6 @@
 """A FakeBroker's POP consumption: QUERY_ASSIGNMENT, POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE and
 CHANGE_MESSAGE_INVISIBLETIME, on the messages of the fake's
-:class:`~rocketmq_py.testing._fake_store.FakeStore`.
+:class:`~rocketmq_py.testing._fake_store.FakeStore` (which it takes; it never sees the broker).
 
 Each behaviour is read from the broker's source (5.3.3, ``broker/.../processor/``), named here so
 that a test relying on it can cite it, and so that the fake cannot drift into agreeing with a
@@ -41,16 +41,15 @@ import copy
 import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
-from rocketmq_py.errors import MalformedHeader, broker_error_for
+from rocketmq_py.errors import broker_error_for
 from rocketmq_py.protocol._batch_ack import BatchAck, decode_batch_ack_body
 from rocketmq_py.protocol._bodies import MessageQueue
 from rocketmq_py.protocol._codes import RequestCode, ResponseCode
 from rocketmq_py.protocol._command import RemotingCommand
-from rocketmq_py.protocol._ext_fields import CustomHeader, from_ext_fields, to_ext_fields
+from rocketmq_py.protocol._ext_fields import to_ext_fields
 from rocketmq_py.protocol._json_body import decode_body, encode_body
 from rocketmq_py.protocol._message import Message, MessageExt
 from rocketmq_py.protocol._pop import (
@@ -72,14 +71,11 @@ from rocketmq_py.protocol._pop import (
 from rocketmq_py.protocol._properties import PropertyKey
 from rocketmq_py.protocol._stored import encode_stored_message
 from rocketmq_py.protocol._versions import supports_batch_ack
-
-if TYPE_CHECKING:
-    from rocketmq_py.testing._fake_broker import BrokerHandler
-    from rocketmq_py.testing._fake_store import FakeStore
+from rocketmq_py.testing._fake_handlers import BrokerHandler, parse_header
+from rocketmq_py.testing._fake_store import FakeStore
 
 __all__ = ["FakePop"]
 
-_H = TypeVar("_H", bound=CustomHeader)
 _RETRY_PREFIX = "%RETRY%"
 #: The fake's revive queue id (a real broker has several: ``reviveQueueNum``, 8).
 _REVIVE_QID = 0
@@ -95,13 +91,6 @@ async def _first_of(events: list[trio.Event]) -> None:
 
         for event in events:
             nursery.start_soon(wait, event)
-
-
-def _parse(cls: type[_H], request: RemotingCommand) -> _H:
-    try:
-        return from_ext_fields(cls, request.ext_fields)
-    except MalformedHeader as exc:
-        raise broker_error_for(ResponseCode.SYSTEM_ERROR, str(exc)) from exc
 
 
 @dataclass
@@ -171,7 +160,7 @@ class FakePop:
         body = decode_body(QueryAssignmentRequestBody, request.body)
         config = self._store.topics.get(body.topic)
         mode = self.modes.get((body.topic, body.consumer_group), MessageRequestMode.POP)
-        name = self._store._broker.broker_name
+        name = self._store.broker.broker_name
         queues = range(config.queues) if config is not None else range(0)
         reply = QueryAssignmentResponseBody(
             message_queue_assignments=tuple(
@@ -182,8 +171,8 @@ class FakePop:
         return RemotingCommand.response(request, ResponseCode.SUCCESS, None, None, encode_body(reply))
 
     async def pop_message(self, request: RemotingCommand) -> RemotingCommand | None:
-        header = _parse(PopMessageRequestHeader, request)
-        self._store._check_queue(header.topic, header.queue_id)
+        header = parse_header(PopMessageRequestHeader, request)
+        self._store.check_queue(header.topic, header.queue_id)
         group, topic = header.consumer_group, header.topic
         retry = pop_retry_topic(topic, group)
         with trio.move_on_after(header.poll_time / 1000):
@@ -196,7 +185,7 @@ class FakePop:
                     return self._hand_out(request, header, taken)
                 # A new message or a revived one wakes the long poll (the broker notifies the
                 # topic's pops of its retry topic's arrivals too).
-                arrivals = self._store._arrivals
+                arrivals = self._store.arrivals
                 events = [
                     arrivals.setdefault(key, trio.Event()) for key in ((topic, header.queue_id), (retry, 0))
                 ]
@@ -238,7 +227,7 @@ class FakePop:
         taken: list[tuple[str, MessageExt]],
     ) -> RemotingCommand:
         pop_time = int(time.time() * 1000)
-        broker_name = self._store._broker.broker_name
+        broker_name = self._store.broker.broker_name
         records: list[bytes] = []
         starts: dict[tuple[str, int], int] = {}
         offsets: dict[tuple[str, int], list[int]] = {}
@@ -332,13 +321,13 @@ class FakePop:
         return popped
 
     async def ack_message(self, request: RemotingCommand) -> RemotingCommand | None:
-        header = _parse(AckMessageRequestHeader, request)
+        header = parse_header(AckMessageRequestHeader, request)
         self.acks.append(header)
         self._popped(header.consumer_group, header.topic, header.extra_info).acked = True
         return RemotingCommand.response(request, ResponseCode.SUCCESS, None)
 
     async def batch_ack_message(self, request: RemotingCommand) -> RemotingCommand | None:
-        if not supports_batch_ack(self._store._broker.version):
+        if not supports_batch_ack(self._store.broker.version):
             return RemotingCommand.response(
                 request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f"request type {request.code} not supported"
             )
@@ -369,7 +358,7 @@ class FakePop:
         return RemotingCommand.response(request, ResponseCode.SUCCESS, None)
 
     async def change_invisible_time(self, request: RemotingCommand) -> RemotingCommand | None:
-        header = _parse(ChangeInvisibleTimeRequestHeader, request)
+        header = parse_header(ChangeInvisibleTimeRequestHeader, request)
         self.changes.append(header)
         popped = self._popped(header.consumer_group, header.topic, header.extra_info)
         popped.visible_at = trio.current_time() + header.invisible_time / 1000

@@ -37,7 +37,7 @@ from rocketmq_py.protocol._versions import (
     supports_timer_messages,
 )
 from rocketmq_py.testing._fake_broker import FakeBroker
-from rocketmq_py.testing._fake_store import nearest_by_time
+from rocketmq_py.testing._fake_messages import nearest_by_time
 
 TOPIC = "TsTopic"
 MQ = MessageQueue(TOPIC, "broker-a", 0)

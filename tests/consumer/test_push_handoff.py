@@ -169,7 +169,7 @@ async def test_a_new_owner_reads_the_offset_only_after_the_handoff_delay(
 ) -> None:
     _, _, b0, _ = cluster.queues()
     queried_at: list[float] = []
-    default = cluster.b._store.query_consumer_offset
+    default = cluster.b._groups.query_consumer_offset
 
     async def query(request: RemotingCommand) -> RemotingCommand | None:
         if request.ext_fields.get("topic") == cluster.topic:

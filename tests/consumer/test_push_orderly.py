@@ -355,7 +355,7 @@ async def test_a_lock_renewal_in_flight_never_relocks_a_queue_released_meanwhile
     release = trio.Event()
     started = trio.Event()
     renewal_waiting = trio.Event()
-    original = cluster.b._store.lock_batch_mq
+    original = cluster.b._groups.lock_batch_mq
 
     def b0_unlocked() -> bool:
         return b0 in unlocked_queues(cluster)

@@ -130,7 +130,9 @@ async def test_a_transaction_end_is_recorded(
 
 
 async def test_a_full_queue_drops_records_and_counts_them() -> None:
-    dispatcher = TraceDispatcher("g", ClientConfig(namesrv="127.0.0.1:1"), queue_size=2, batch_num=10)
+    dispatcher = TraceDispatcher(
+        "g", ClientConfig(namesrv="127.0.0.1:1"), open_sender=Producer, queue_size=2, batch_num=10
+    )
     record = SubBeforeTrace(
         timestamp=1, region_id="R", group="g", request_id="r", msg_id="m", retry_times=0, keys=""
     )

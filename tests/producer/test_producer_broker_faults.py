@@ -83,7 +83,7 @@ def pause(fb: FakeBroker, resumed: trio.Event) -> None:
     Shielded: a real paused broker still reads and stores the requests in its socket buffer after
     SIGCONT, even when the client closed the connection meanwhile (close-on-timeout).
     """
-    store = fb._store.send_message
+    store = fb._messages.send_message
 
     async def paused(request: RemotingCommand) -> RemotingCommand | None:
         with trio.CancelScope(shield=True):

@@ -31,7 +31,7 @@ def first_stored_with(cluster: Cluster, code: int, fail: Handler) -> None:
     seen = 0
 
     for fb in cluster.brokers:
-        store = fb._store.send_message
+        store = fb._messages.send_message
 
         async def handler(request: RemotingCommand, store: Handler = store) -> RemotingCommand | None:
             nonlocal seen
@@ -106,7 +106,7 @@ async def test_a_dropped_connection_after_a_stored_attempt_returns_it(
 async def test_a_later_ok_wins(cluster: Cluster, make_producer: MakeProducer) -> None:
     async def ok(request: RemotingCommand) -> RemotingCommand | None:
         broker = next(fb for fb in cluster.brokers if fb.broker_name == request.ext_fields["n"])
-        return await broker._store.send_message(request)
+        return await broker._messages.send_message(request)
 
     first_stored_with(cluster, ResponseCode.FLUSH_DISK_TIMEOUT, ok)
     async with make_producer(retry_another_broker_when_not_store_ok=True) as producer:

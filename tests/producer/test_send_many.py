@@ -118,7 +118,7 @@ async def test_with_on_failure_broker_errors_are_counted_and_sending_goes_on(
     bulk_cluster: BulkCluster,
 ) -> None:
     for fb in (bulk_cluster.a, bulk_cluster.b):
-        store = fb._store  # the fake's own send handler, for the messages it accepts
+        store = fb._messages  # the fake's own send handler, for the messages it accepts
 
         async def some_refused(request: RemotingCommand, store: Any = store) -> RemotingCommand | None:
             if request.body.endswith((b"0", b"3", b"6", b"9")):

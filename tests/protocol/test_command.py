@@ -16,6 +16,7 @@ from rocketmq_py.errors import (
     ProtocolError,
     UnknownSerializeType,
 )
+from rocketmq_py.protocol._binary_header import _decode_binary_header_struct, _encode_binary_header_struct
 from rocketmq_py.protocol._codes import (
     DEFAULT_VERSION,
     FLAG_ONEWAY,
@@ -25,13 +26,10 @@ from rocketmq_py.protocol._codes import (
     ResponseCode,
     SerializeType,
 )
-from rocketmq_py.protocol._command import (
-    RemotingCommand,
+from rocketmq_py.protocol._command import RemotingCommand, decode_command
+from rocketmq_py.protocol._command_construct import (
     _decode_binary_header_construct,
-    _decode_binary_header_struct,
     _encode_binary_header_construct,
-    _encode_binary_header_struct,
-    decode_command,
 )
 
 BINARY = SerializeType.ROCKETMQ

@@ -14,7 +14,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rocketmq_py.errors import MalformedHeader
-from rocketmq_py.protocol import _command
+from rocketmq_py.protocol import _json_header
 from rocketmq_py.protocol._command import RemotingCommand, decode_command
 
 orjson = pytest.importorskip("orjson")  # installed by the dev extra: CI runs both paths
@@ -27,14 +27,14 @@ json_values = st.recursive(
 
 
 def _read(header: bytes, fast: bool) -> tuple[str, object]:
-    saved = _command._orjson
-    _command._orjson = orjson if fast else None
+    saved = _json_header._orjson
+    _json_header._orjson = orjson if fast else None
     try:
-        return "value", _command._decode_json_header(header)
+        return "value", _json_header._decode_json_header(header)
     except MalformedHeader:
         return "error", None
     finally:
-        _command._orjson = saved
+        _json_header._orjson = saved
 
 
 def _same(a: object, b: object) -> bool:
@@ -81,10 +81,10 @@ def test_any_bytes_read_the_same_or_fail_the_same(header: bytes) -> None:
 
 @pytest.fixture(params=[True, False], ids=["orjson", "pure"])
 def json_path(request: pytest.FixtureRequest) -> Iterator[None]:
-    saved = _command._orjson
-    _command._orjson = orjson if request.param else None
+    saved = _json_header._orjson
+    _json_header._orjson = orjson if request.param else None
     yield
-    _command._orjson = saved
+    _json_header._orjson = saved
 
 
 def test_a_broker_reply_decodes_the_same_on_both_paths(json_path: None) -> None:

@@ -17,9 +17,9 @@ from rocketmq_py.protocol._command import RemotingCommand
 from rocketmq_py.protocol._frame import FrameBuffer
 from rocketmq_py.testing._cli import main
 from rocketmq_py.testing._local import pick_port_block
-from rocketmq_py.testing._record_vectors import Want, pair_exchanges, select_vectors
 from rocketmq_py.testing._recorder import FrameSplitter, ProxyRoute, RecordedFrame, Recorder, parse_address
 from rocketmq_py.testing._recording import describe_frames, vector_file_name, write_recording
+from rocketmq_py.testing._vector_selection import Want, pair_exchanges, select_vectors
 
 ROUTE = RemotingCommand(105, opaque=7, ext_fields={"topic": "T"}, language=0)
 BINARY = RemotingCommand(34, opaque=8, body=b"{}", serialize_type=SerializeType.ROCKETMQ)

@@ -45,14 +45,16 @@ def _broker_required() -> bool:
     return bool(os.environ.get("CI")) or os.environ.get("RMQ_REQUIRE_BROKER") == "1"
 
 
-#: The xdist group of the integration modules that run Spark: those using the run's one
-#: SparkSession (``spark``), and the standalone cluster and Connect server files. Spark wants both
-#: cores while it plans and runs a job; two Spark files at once took three times as long each.
-SPARK_GROUP = "spark"
+#: The xdist group of the integration modules that use the run's one SparkSession (``spark``).
+SPARK_GROUP = "spark-session"
 #: Modules that take a minute or more on their own (`--durations`, one worker): scheduled right after
-#: the Spark group, so that none of them starts last while the other workers run out of work.
+#: the Spark session group, so that none of them starts last while the other workers run out of work.
+#: The Spark standalone cluster and Connect files start Spark processes of their own and are groups
+#: of their own: with every Spark file on one worker, that worker took 1,190 s, the whole run 1,020 s.
 LONG_MODULES = frozenset(
     {
+        "test_spark_cluster.py",
+        "test_spark_connect.py",
         "test_master_slave.py",
         "test_pop.py",
         "test_producer.py",
@@ -70,23 +72,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     ``make test`` runs the suite on several pytest-xdist workers (``--dist loadgroup``): a group
     runs whole on one worker, so a module's own cluster (module-scoped fixtures) starts once, and the
-    Spark modules run one after another on one worker, which builds the run's one session.
+    modules sharing the ``spark`` session run on one worker, which builds the run's one session.
     Each worker that runs integration tests starts its own session cluster (``cluster``), on ports
     of its own (:func:`rocketmq_py.testing._settings.port_range`). The order is the schedule: the
-    Spark group, the long modules, the other integration modules, then the fast tests/ (many short
+    Spark session group, the long modules, the other integration modules, then the fast tests/ (many short
     groups that fill the workers up at the end); pytest-xdist hands the next group to the first idle
     worker.
     """
     here = os.path.dirname(__file__)
-    spark_modules = {
-        item.path
-        for item in items
-        if str(item.path).startswith(here)
-        and ("spark" in getattr(item, "fixturenames", ()) or item.path.name.startswith("test_spark"))
-    }
+    session_modules = {item.path for item in items if "spark" in getattr(item, "fixturenames", ())}
 
     def group(item: pytest.Item) -> tuple[int, str]:
-        if item.path in spark_modules:
+        if item.path in session_modules:
             return 0, SPARK_GROUP
         if str(item.path).startswith(here):
             return (1 if item.path.name in LONG_MODULES else 2), str(item.path)

@@ -51,18 +51,16 @@ SPARK_GROUP = "spark-session"
 #: the Spark session group, so that none of them starts last while the other workers run out of work.
 #: The Spark standalone cluster and Connect files start Spark processes of their own and are groups
 #: of their own: with every Spark file on one worker, that worker took 1,190 s, the whole run 1,020 s.
-LONG_MODULES = frozenset(
-    {
-        "test_spark_cluster.py",
-        "test_spark_connect.py",
-        "test_master_slave.py",
-        "test_pop.py",
-        "test_producer.py",
-        "test_chaos.py",
-        "test_pop_modes.py",
-        "test_cli_group.py",
-        "test_push_orderly_cluster.py",
-    }
+LONG_MODULES = (
+    "test_spark_cluster.py",
+    "test_spark_connect.py",
+    "test_master_slave.py",
+    "test_pop.py",
+    "test_producer.py",
+    "test_chaos.py",
+    "test_pop_modes.py",
+    "test_cli_group.py",
+    "test_push_orderly_cluster.py",
 )
 
 
@@ -82,12 +80,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = os.path.dirname(__file__)
     session_modules = {item.path for item in items if "spark" in getattr(item, "fixturenames", ())}
 
-    def group(item: pytest.Item) -> tuple[int, str]:
+    def group(item: pytest.Item) -> tuple[tuple[int, int], str]:
         if item.path in session_modules:
-            return 0, SPARK_GROUP
-        if str(item.path).startswith(here):
-            return (1 if item.path.name in LONG_MODULES else 2), str(item.path)
-        return 3, str(item.path)
+            return (0, 0), SPARK_GROUP
+        if not str(item.path).startswith(here):
+            return (3, 0), str(item.path)
+        if item.path.name in LONG_MODULES:
+            return (1, LONG_MODULES.index(item.path.name)), str(item.path)
+        return (2, 0), str(item.path)
 
     for item in items:
         if str(item.path).startswith(here):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import trio
 
@@ -34,13 +34,13 @@ from rocketmq_py.consumer._group_client import Allocation, start_offset
 from rocketmq_py.consumer._listener import notify_rebalance_listener
 from rocketmq_py.consumer._process_queue import ProcessQueue
 from rocketmq_py.consumer._pull_loop import pull_loop
+from rocketmq_py.consumer._push_settings import PushSettings
 from rocketmq_py.consumer._queue_state import QueueState
+from rocketmq_py.consumer._queue_table import QueueTable
 from rocketmq_py.consumer._rebalance import plan_rebalance
+from rocketmq_py.consumer._runtime import ConsumeService, PushRuntime
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import MessageQueue
-
-if TYPE_CHECKING:
-    from rocketmq_py.consumer._push import PushConsumer
 
 __all__ = ["START_OFFSET_CONCURRENCY", "Assignment"]
 
@@ -51,98 +51,105 @@ log = logging.getLogger("rocketmq_py.consumer")
 
 
 class Assignment:
-    """A push consumer's owned queues as they change hands (see the module docstring)."""
+    """A push consumer's owned queues as they change hands (see the module docstring).
 
-    def __init__(self, consumer: PushConsumer) -> None:
-        self._consumer = consumer
-        self._persist_lock = trio.Lock()
+    ``service`` consumes the queues taken (and locks and releases them, if it must).
+    """
+
+    def __init__(
+        self, settings: PushSettings, runtime: PushRuntime, queues: QueueTable, service: ConsumeService
+    ) -> None:
+        self._settings = settings
+        self._runtime = runtime
+        self._queues = queues
+        self._service = service
 
     # --- rebalance ---------------------------------------------------------------------------------
 
-    async def apply(self, topic: str, allocation: Allocation) -> None:
-        """Take ``allocation`` of ``topic``: revoke, rebuild and start queues as planned."""
-        consumer = self._consumer
-        queues = consumer._queues
+    async def apply(self, topic: str, allocation: Allocation, *, handoff_start: float | None) -> None:
+        """Take ``allocation`` of ``topic``: revoke, rebuild and start queues as planned.
+
+        ``handoff_start``: when new queues may read their committed offset (None: at once).
+        """
+        settings, runtime = self._settings, self._runtime
+        queues = self._queues
         plan = plan_rebalance(
             topic,
-            {mq: state for mq, state in queues.items()},
+            dict(queues),
             allocation.allocated,
             now=trio.current_time(),
-            max_idle=consumer.pull_max_idle_time,
+            max_idle=settings.pull_max_idle_time,
         )
         for mq in plan.rebuild:
             log.warning(
                 "%s: pull of %s idle for %.0f s: dropping and rebuilding it",
-                consumer.group,
+                settings.group,
                 mq,
                 trio.current_time() - queues[mq].pq.last_pull_time,
             )
         await self.revoke([queues[mq] for mq in plan.revoke], notify=True)
         await self.revoke([queues[mq] for mq in plan.rebuild], notify=False)
         fresh = sort_queues(mq for mq in (*plan.start, *plan.rebuild) if mq not in queues)
-        added = await self._take(topic, fresh, members=len(allocation.cid_all))
+        added = await self._take(topic, fresh, handoff_start=handoff_start)
         if not (plan.revoke or plan.rebuild or added):
             return
         log.info(
             "client rebalanced result changed. allocateMessageQueueStrategyName=%s, group=%s, topic=%s, "
             "clientId=%s, mqAllSize=%d, cidAllSize=%d, rebalanceResultSize=%d, rebalanceResultSet=%s",
-            consumer.strategy.name,
-            consumer.group,
+            settings.strategy_name,
+            settings.group,
             topic,
-            consumer.client_id,
+            runtime.client_id,
             len(allocation.mq_all),
             len(allocation.cid_all),
             len(allocation.allocated),
             sort_queues(allocation.allocated),
         )
-        consumer._renew_subscription(topic)
-        await consumer.instance.heartbeat_all()  # the new subscription version before the new pulls
+        runtime.renew_subscription(topic)
+        await runtime.instance.heartbeat_all()  # the new subscription version before the new pulls
         # A rebuilt queue (idle pull) stays this member's: the listener hears of neither half.
         announced = [state.mq for state in added if state.mq not in plan.rebuild]
         if announced:
             await notify_rebalance_listener(
-                consumer.rebalance_listener, "on_assigned", consumer._user_queues(announced), consumer.group
+                settings.rebalance_listener, "on_assigned", settings.user_queues(announced), settings.group
             )
-        nursery = consumer._running()
+        nursery = runtime.nursery
         for state in added:
-            queues[state.mq] = state
-            nursery.start_soon(pull_loop, consumer, state)
-            if consumer._orderly is not None:
-                consumer._orderly.start_queue(nursery, state)
+            queues.add(state)
+            nursery.start_soon(pull_loop, settings, runtime, queues, self._service, state)
+            self._service.start_queue(nursery, state)
 
-    async def _take(self, topic: str, fresh: list[MessageQueue], *, members: int) -> list[QueueState]:
+    async def _take(
+        self, topic: str, fresh: list[MessageQueue], *, handoff_start: float | None
+    ) -> list[QueueState]:
         """The states of the new queues this member could take now (locked, start offset found)."""
-        consumer = self._consumer
-        orderly = consumer._orderly
+        settings = self._settings
         if not fresh:
             return []
-        if orderly is not None and not consumer.broadcasting:
-            locked = await orderly.lock(fresh)
+        if settings.locks_queues:
+            locked = await self._service.lock(fresh)
             if len(locked) < len(fresh):
                 log.info(
                     "%s: %d of %d new queues of %s are still locked by another member: retrying in 1 s",
-                    consumer.group,
+                    settings.group,
                     len(fresh) - len(locked),
                     len(fresh),
                     topic,
                 )
-                consumer._rebalance_retry = True
+                self._runtime.retry_rebalance()
             fresh = [mq for mq in fresh if mq in locked]
-        else:
-            handoff_start = consumer._handoff_start(members)
-            if handoff_start is not None:
-                await trio.sleep_until(handoff_start)
+        elif handoff_start is not None:
+            await trio.sleep_until(handoff_start)
         found = await self._start_offsets(fresh)
         added: list[QueueState] = []
         for mq in fresh:
             offset = found[mq]
             if isinstance(offset, RocketMQError):
-                log.warning("%s: no start offset for %s yet: %s", consumer.group, mq, offset)
-                if orderly is not None:
-                    await orderly.unlock([mq])
+                log.warning("%s: no start offset for %s yet: %s", settings.group, mq, offset)
+                await self._service.release([mq])
                 continue
             pq = ProcessQueue(clock=trio.current_time)
-            if orderly is not None:
+            if settings.orderly:
                 pq.locked = True  # lock() stamped the lock: it was granted just now
             added.append(QueueState(mq, pq, offset))
         return added
@@ -151,7 +158,7 @@ class Assignment:
         """Where each of ``queues`` starts (or why it cannot yet), read :data:`START_OFFSET_CONCURRENCY`
         at a time: a member taking a thousand queues does not wait for a thousand round trips in a row
         (Java reads them one after the other)."""
-        consumer = self._consumer
+        settings, runtime = self._settings, self._runtime
         found: dict[MessageQueue, int | RocketMQError] = {}
         limiter = trio.CapacityLimiter(START_OFFSET_CONCURRENCY)
 
@@ -159,12 +166,12 @@ class Assignment:
             async with limiter:
                 try:
                     found[mq], _ = await start_offset(
-                        consumer.instance,
-                        consumer.offsets,
-                        consumer.group,
+                        runtime.instance,
+                        runtime.offsets,
+                        settings.group,
                         mq,
-                        consumer.consume_from_where,
-                        consumer.consume_timestamp,
+                        settings.consume_from_where,
+                        settings.consume_timestamp,
                     )
                 except RocketMQError as exc:
                     found[mq] = exc
@@ -178,7 +185,7 @@ class Assignment:
 
     async def revoke(self, states: Sequence[QueueState], *, notify: bool) -> None:
         """The graceful handoff of ``states``, all at once."""
-        consumer = self._consumer
+        settings = self._settings
         states = [state for state in states if not state.pq.dropped]
         if not states:
             return
@@ -186,47 +193,46 @@ class Assignment:
             state.revoking = True
             state.scope.cancel()  # no more pulls
             state.poke()  # an orderly consume task looks, and leaves
-        with trio.move_on_after(consumer.handoff_timeout):
+        with trio.move_on_after(settings.handoff_timeout):
             for state in states:
                 await state.wait_quiet()
         late = [state for state in states if state.inflight]
         # An orderly queue is never unlocked while a listener call runs on it: it stays, revoking
         # and locked (the lock loop keeps renewing it), until the call returns.
-        held = late if consumer._orderly is not None and not consumer.broadcasting else []
+        held = late if settings.locks_queues else []
         if late:
             log.warning(
                 "%s: listener calls on %s still running after %g s: %s",
-                consumer.group,
+                settings.group,
                 [state.mq for state in late],
-                consumer.handoff_timeout,
+                settings.handoff_timeout,
                 "their queues stay locked until they return"
                 if held
                 else "the next owner consumes them again",
             )
         if notify:
-            mqs = consumer._user_queues(state.mq for state in states)
-            await notify_rebalance_listener(consumer.rebalance_listener, "on_revoked", mqs, consumer.group)
+            mqs = settings.user_queues(state.mq for state in states)
+            await notify_rebalance_listener(settings.rebalance_listener, "on_revoked", mqs, settings.group)
         await self._release([state for state in states if state not in held])
         for state in held:
-            consumer._running().start_soon(self._release_when_quiet, state)
+            self._runtime.nursery.start_soon(self._release_when_quiet, state)
 
     async def drop_topic(self, topic: str) -> None:
         """Hand off every owned queue of ``topic``: the group no longer pulls it (it pops it now, or
         no longer subscribes it). Their offsets are committed, so what reads them next goes on there."""
-        states = [state for mq, state in self._consumer._queues.items() if mq.topic == topic]
+        states = self._queues.of_topic(topic)
         if states:
-            log.info("%s: no longer pulling %s", self._consumer.group, sort_queues(s.mq for s in states))
+            log.info("%s: no longer pulling %s", self._settings.group, sort_queues(s.mq for s in states))
             await self.revoke(states, notify=True)
 
     async def _release(self, states: Sequence[QueueState]) -> None:
         """The end of a handoff: commit synchronously, unlock (orderly), forget."""
-        consumer = self._consumer
         for state in states:
             state.pq.dropped = True  # from here on, nothing moves the offsets
         for state in states:
             await self.persist(state)
-        if consumer._orderly is not None:
-            await consumer._orderly.unlock([state.mq for state in states])
+        await self._service.release([state.mq for state in states])
+        if self._settings.orderly:
             for state in states:
                 state.pq.locked = False
         self._forget(states)
@@ -241,11 +247,9 @@ class Assignment:
             await self._release([state])
 
     def _forget(self, states: Sequence[QueueState]) -> None:
-        consumer = self._consumer
         for state in states:
-            if consumer._queues.get(state.mq) is state:
-                del consumer._queues[state.mq]
-                consumer.offsets.remove(state.mq)
+            if self._queues.forget(state):
+                self._runtime.offsets.remove(state.mq)
 
     async def reset(self, topic: str, offsets: Mapping[MessageQueue, int]) -> list[MessageQueue]:
         """Drop the owned queues of ``topic`` named in ``offsets`` and commit those offsets.
@@ -254,69 +258,60 @@ class Assignment:
         the offsets are committed synchronously, locks released; a rebalance takes them again.
         Returns the queues reset.
         """
-        consumer = self._consumer
-        states = [
-            s for mq, s in consumer._queues.items() if mq.topic == topic and mq in offsets and not s.revoking
-        ]
+        runtime = self._runtime
+        states = [s for s in self._queues.of_topic(topic) if s.mq in offsets and not s.revoking]
         for state in states:
             state.revoking = True
             state.pq.dropped = True
             state.scope.cancel()
             state.poke()
         for state in states:
-            consumer.offsets.update(state.mq, offsets[state.mq], increase_only=False)
+            runtime.offsets.update(state.mq, offsets[state.mq], increase_only=False)
             await self.persist(state)
-        if consumer._orderly is not None:
-            await consumer._orderly.unlock([state.mq for state in states])
+        await self._service.release([state.mq for state in states])
         self._forget(states)
         return [state.mq for state in states]
 
     async def close(self) -> None:
         """Hand every queue off as the consumer closes; what the handoff could not finish is dropped."""
-        consumer = self._consumer
+        settings, queues = self._settings, self._queues
         # The graceful handoff of every queue, while the consume workers still run.
-        with trio.move_on_after(consumer.handoff_timeout + 2 * consumer.config.request_timeout) as scope:
+        with trio.move_on_after(settings.handoff_timeout + 2 * settings.request_timeout) as scope:
             scope.shield = True
-            await self.revoke(list(consumer._queues.values()), notify=True)
-        for state in consumer._queues.values():  # only if the handoff ran out of time
+            await self.revoke(list(queues.values()), notify=True)
+        for state in queues.values():  # only if the handoff ran out of time
             state.pq.dropped = True
             state.scope.cancel()
-        consumer._running().cancel_scope.cancel()
-        with trio.move_on_after(consumer.config.request_timeout) as scope:
+        self._runtime.nursery.cancel_scope.cancel()
+        with trio.move_on_after(settings.request_timeout) as scope:
             scope.shield = True
-            for state in list(consumer._queues.values()):
+            for state in list(queues.values()):
                 await self.persist(state)
-            if consumer._orderly is not None:  # locks kept for calls now cancelled
-                await consumer._orderly.unlock(list(consumer._queues))
+            await self._service.release(list(queues))  # (orderly) locks kept for calls now cancelled
 
     # --- committing --------------------------------------------------------------------------------
 
     async def persist(self, state: QueueState) -> None:
         """Commit one queue's offset synchronously (logged on failure)."""
-        consumer = self._consumer
-        offset = consumer.offsets.get(state.mq)
+        offsets = self._runtime.offsets
+        offset = offsets.get(state.mq)
         try:
-            async with self._persist_lock:
-                await consumer.offsets.persist(state.mq)
+            async with self._runtime.persist_lock:
+                await offsets.persist(state.mq)
             if offset >= 0:
                 state.persisted_offset = offset
         except RocketMQError as exc:
-            log.warning("%s: committing the offset of %s failed: %s", consumer.group, state.mq, exc)
-
-    async def persist_locked(self, mq: MessageQueue) -> None:
-        """Commit ``mq``'s offset synchronously under the persist lock (errors raised)."""
-        async with self._persist_lock:
-            await self._consumer.offsets.persist(mq)
+            log.warning("%s: committing the offset of %s failed: %s", self._settings.group, state.mq, exc)
 
     async def persist_loop(self) -> None:
         """Commit every owned queue's offset every ``persist_interval`` seconds (oneway)."""
-        consumer = self._consumer
+        runtime = self._runtime
         while True:
-            await trio.sleep(consumer.persist_interval)
-            states = list(consumer._queues.values())
-            table = consumer.offsets.snapshot()
-            async with self._persist_lock:  # never after (so never older than) a handoff's commit
-                await consumer.offsets.persist_all([s.mq for s in states])
+            await trio.sleep(self._settings.persist_interval)
+            states = list(self._queues.values())
+            table = runtime.offsets.snapshot()
+            async with runtime.persist_lock:  # never after (so never older than) a handoff's commit
+                await runtime.offsets.persist_all([s.mq for s in states])
             for state in states:
                 offset = table.get(state.mq, -1)
                 if offset >= 0 and not state.pq.dropped:

@@ -30,8 +30,8 @@ from __future__ import annotations
 import collections
 import logging
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from collections.abc import Iterable, Sequence
+from typing import Final
 
 import trio
 
@@ -45,15 +45,14 @@ from rocketmq_py.consumer._listener import (
     is_async_listener,
 )
 from rocketmq_py.consumer._pull_result import restore_retry_topic, set_consume_start_time
+from rocketmq_py.consumer._push_settings import PushSettings
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._retry import retry_message
+from rocketmq_py.consumer._runtime import PushRuntime
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.hooks import Hook
-from rocketmq_py.protocol import MessageExt, wrap_name
+from rocketmq_py.protocol import MessageExt, MessageQueue, wrap_name
 from rocketmq_py.protocol._names import RETRY_GROUP_TOPIC_PREFIX
-
-if TYPE_CHECKING:
-    from rocketmq_py.consumer._push import PushConsumer
 
 __all__ = ["CHECKPOINT_EVERY", "DEADLINE_SLACK", "SEND_BACK_TIMEOUT", "ConcurrentService"]
 
@@ -73,10 +72,11 @@ _LATER = ConsumeStatus.RECONSUME_LATER.value
 
 
 class ConcurrentService:
-    """The workers consuming a push consumer's messages concurrently."""
+    """The workers consuming a push consumer's messages concurrently (a :class:`ConsumeService`)."""
 
-    def __init__(self, consumer: PushConsumer) -> None:
-        self._consumer = consumer
+    def __init__(self, settings: PushSettings, runtime: PushRuntime) -> None:
+        self._settings = settings
+        self._runtime = runtime
         self._work: collections.deque[_Batch] = collections.deque()
         self._idle = trio.lowlevel.ParkingLot()
         self._parked = 0  # workers in _idle not picked yet (len(_idle) is a method call)
@@ -86,8 +86,18 @@ class ConcurrentService:
 
     def start(self, nursery: trio.Nursery) -> None:
         """Start the ``consume_concurrency`` workers in ``nursery``."""
-        for _ in range(self._consumer.consume_concurrency):
+        for _ in range(self._settings.consume_concurrency):
             nursery.start_soon(self._worker)
+
+    def start_queue(self, nursery: trio.Nursery, state: QueueState) -> None:
+        """Nothing: the shared workers consume every queue."""
+
+    async def lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
+        """All of ``queues``: concurrent consumption takes no broker lock."""
+        return set(queues)
+
+    async def release(self, queues: Sequence[MessageQueue]) -> None:
+        """Nothing holds a concurrently consumed queue once it is committed."""
 
     @property
     def waiting(self) -> int:
@@ -100,7 +110,7 @@ class ConcurrentService:
         Never blocks (the queue's cache limits bound the work queue); awaitable like the orderly
         service's.
         """
-        size = self._consumer.consume_batch_max_size
+        size = self._settings.consume_batch_max_size
         if size == 1:
             self._work.extend([(state, [msg]) for msg in msgs])
         else:
@@ -109,10 +119,10 @@ class ConcurrentService:
             self._wake_one()  # that worker wakes another one if it leaves work behind
 
     async def _worker(self) -> None:
-        consumer = self._consumer
+        settings = self._settings
         work = self._work
         now = trio.lowlevel.current_clock().current_time
-        timeout = consumer.consume_timeout
+        timeout = settings.consume_timeout
         slack = min(DEADLINE_SLACK, timeout / 10)
         # The batch whose listener call runs, with its start time: still counted in its queue's
         # in-flight calls when a cancellation ends the scope.
@@ -156,7 +166,7 @@ class ConcurrentService:
                     running = None
                     log.warning(
                         "%s: listener took more than %g s on %d messages of %s",
-                        consumer.group,
+                        settings.group,
                         timeout,
                         len(msgs),
                         state.mq,
@@ -186,17 +196,16 @@ class ConcurrentService:
 
     async def _call(self, state: QueueState, msgs: list[MessageExt]) -> bool:
         """The listener on ``msgs``; whether it succeeded (an exception is logged: a failure)."""
-        consumer = self._consumer
-        namespace = consumer.namespace
+        settings = self._settings
+        namespace = settings.namespace
         # A batch is of one queue, one topic.
         if namespace is not None or msgs[0].topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            restore_retry_topic(msgs, consumer.group, namespace)
+            restore_retry_topic(msgs, settings.group, namespace)
         set_consume_start_time(msgs, time.time_ns() // 1_000_000)
-        listener = consumer.listener
-        assert listener is not None
+        listener = settings.listener
         if listener is not self._listener:
             self._listener, self._listener_async = listener, is_async_listener(listener)
-        hooks = consumer._hooks
+        hooks = self._runtime.hooks
         if hooks:
             return await self._call_hooked(hooks, state, msgs, listener)
         try:
@@ -206,16 +215,16 @@ class ConcurrentService:
                 result = await invoke_listener(listener, msgs)
             return result is None or concurrent_status(result) is ConsumeStatus.CONSUME_SUCCESS
         except Exception:
-            log.exception("%s: listener failed on %d messages of %s", consumer.group, len(msgs), state.mq)
+            log.exception("%s: listener failed on %d messages of %s", settings.group, len(msgs), state.mq)
             return False
 
     async def _call_hooked(
         self, hooks: list[Hook], state: QueueState, msgs: list[MessageExt], listener: Listener
     ) -> bool:
         """:meth:`_call` between the hooks' ``before_consume`` and ``after_consume``."""
-        consumer = self._consumer
+        settings = self._settings
         ctx = consume_context(
-            hooks, consumer.group, msgs, state.mq, orderly=False, namespace=consumer.namespace
+            hooks, settings.group, msgs, state.mq, orderly=False, namespace=settings.namespace
         )
         started = trio.current_time()
         try:
@@ -225,7 +234,7 @@ class ConcurrentService:
                 result = await invoke_listener(listener, msgs)
             ok = result is None or concurrent_status(result) is ConsumeStatus.CONSUME_SUCCESS
         except Exception as exc:
-            log.exception("%s: listener failed on %d messages of %s", consumer.group, len(msgs), state.mq)
+            log.exception("%s: listener failed on %d messages of %s", settings.group, len(msgs), state.mq)
             end_consume(hooks, ctx, started, ok=False, status=_LATER, return_type="EXCEPTION", exception=exc)
             return False
         except BaseException as exc:  # cut by consume_timeout (or the consumer stops)
@@ -250,10 +259,10 @@ class ConcurrentService:
         """Count a call on ``count`` messages (default ``len(done)``) that ran from ``started`` to
         ``ended``; those ``done`` (all unless some wait to be consumed again here) leave the
         cache and the offset to commit moves on."""
-        consumer = self._consumer
+        runtime = self._runtime
         count = count or len(done)
         pq = state.pq
-        counters = consumer._counters
+        counters = runtime.counters
         counters.count_consume(state.mq.topic, count, ok, started, ended)
         if pq.dropped:
             pq.last_consume_time = ended
@@ -264,17 +273,16 @@ class ConcurrentService:
             counters.failed += count
         offset = pq.remove_messages(done, now=ended)
         if offset >= 0 and not pq.dropped:
-            consumer.offsets.update(state.mq, offset)
+            runtime.offsets.update(state.mq, offset)
 
     async def _hand_back(self, state: QueueState, msgs: list[MessageExt], started: float) -> None:
         """A failed call: the messages go back to the broker (clustering) or are dropped
         (broadcasting); those that cannot go back are consumed again here, later."""
-        consumer = self._consumer
         retry_later: list[MessageExt] = []
-        if consumer.broadcasting:
+        if self._settings.broadcasting:
             log.warning(
                 "%s: broadcasting consumption of %d messages of %s failed: dropped (%s)",
-                consumer.group,
+                self._settings.group,
                 len(msgs),
                 state.mq,
                 [m.msg_id for m in msgs],
@@ -286,7 +294,7 @@ class ConcurrentService:
         done = [m for m in msgs if m not in retry_later] if retry_later else msgs
         self._settle(state, done, started, trio.current_time(), ok=False, count=len(msgs))
         if retry_later:
-            consumer._running().start_soon(self._consume_later, state, retry_later)
+            self._runtime.nursery.start_soon(self._consume_later, state, retry_later)
 
     async def _consume_later(self, state: QueueState, msgs: list[MessageExt]) -> None:
         for msg in msgs:  # as Java: a local retry counts as a delivery
@@ -304,18 +312,17 @@ class ConcurrentService:
         it (its offset is committed), and consuming it again locally would duplicate it just the
         same. ``False`` (the re-send failed too): the caller consumes it again locally.
         """
-        consumer = self._consumer
-        instance = consumer.instance
-        address = instance.routes.master_address(state.mq.broker_name) or msg.store_host
+        settings, runtime = self._settings, self._runtime
+        address = runtime.routes.master_address(state.mq.broker_name) or msg.store_host
         try:
-            await instance.api.consumer_send_msg_back(
+            await runtime.api.consumer_send_msg_back(
                 address,
                 msg,
-                consumer.group,
+                settings.group,
                 delay_level=0,  # the broker picks 3 + reconsume times
-                max_reconsume_times=consumer.max_reconsume_times,
+                max_reconsume_times=settings.max_reconsume_times,
                 broker_name=state.mq.broker_name,
-                origin_topic=wrap_name(consumer.namespace, msg.topic),
+                origin_topic=wrap_name(settings.namespace, msg.topic),
                 timeout=SEND_BACK_TIMEOUT,
             )
             return True
@@ -328,13 +335,13 @@ class ConcurrentService:
             )
         retry = retry_message(
             msg,
-            consumer.group,
+            settings.group,
             reconsume_times=msg.reconsume_times + 1,
-            max_reconsume_times=consumer.max_reconsume_times,
-            namespace=consumer.namespace,
+            max_reconsume_times=settings.max_reconsume_times,
+            namespace=settings.namespace,
         )
         try:
-            await consumer._inner().send(retry)
+            await runtime.inner_producer.send(retry)
             return True
         except RocketMQError as exc:
             log.warning(

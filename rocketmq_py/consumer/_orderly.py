@@ -1,6 +1,6 @@
 """Orderly consumption (Java ``ConsumeMessageOrderlyService``, ``RebalanceImpl.lock``).
 
-An orderly :class:`~rocketmq_py.consumer._push.PushConsumer` holds a broker lock on each queue it
+An orderly push consumer holds a broker lock on each queue it
 consumes (LOCK_BATCH_MQ to the queue's master), renews every lock every 20 s, counts a lock valid
 for 30 s after its last renewal on the client side, and consumes each queue with one task of its
 own, in offset order, one call at a time (at most ``consume_concurrency`` calls over all queues).
@@ -20,7 +20,6 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import trio
 
@@ -33,13 +32,13 @@ from rocketmq_py.consumer._flow import (
     REBALANCE_LOCK_MAX_LIVE_TIME_MS,
 )
 from rocketmq_py.consumer._listener import ConsumeOrderlyStatus
+from rocketmq_py.consumer._push_settings import PushSettings
 from rocketmq_py.consumer._queue_state import QueueState
+from rocketmq_py.consumer._queue_table import QueueTable
 from rocketmq_py.consumer._retry import retry_message
+from rocketmq_py.consumer._runtime import PushRuntime
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import MessageExt, MessageQueue
-
-if TYPE_CHECKING:
-    from rocketmq_py.consumer._push import PushConsumer
 
 __all__ = [
     "OrderlyService",
@@ -118,11 +117,14 @@ async def unlock_queues(
 
 
 class OrderlyService:
-    """The lock renewal and the per-queue consume tasks of an orderly push consumer."""
+    """The lock renewal and the per-queue consume tasks of an orderly push consumer (a
+    :class:`~rocketmq_py.consumer._runtime.ConsumeService`)."""
 
-    def __init__(self, consumer: PushConsumer) -> None:
-        self._consumer = consumer
-        self._slots = trio.Semaphore(max(1, consumer.consume_concurrency))
+    def __init__(self, settings: PushSettings, runtime: PushRuntime, queues: QueueTable) -> None:
+        self._settings = settings
+        self._runtime = runtime
+        self._queues = queues
+        self._slots = trio.Semaphore(max(1, settings.consume_concurrency))
         # Lock and unlock requests go one at a time: a renewal sent before a handoff's unlock
         # could otherwise reach the broker after it and lock a released queue again.
         self._broker_locks = trio.Lock()
@@ -130,7 +132,7 @@ class OrderlyService:
     @property
     def _locking(self) -> bool:
         # Broadcasting members consume every queue on their own: no broker locks.
-        return not self._consumer.broadcasting
+        return not self._settings.broadcasting
 
     def start(self, nursery: trio.Nursery) -> None:
         """Start the lock renewal (every 20 s, Java ``lockAll``)."""
@@ -151,12 +153,13 @@ class OrderlyService:
             return await self._lock(queues)
 
     async def _lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
-        consumer = self._consumer
-        instance = consumer.instance
-        locked = await lock_queues(instance.api, instance.routes, consumer.group, consumer.client_id, queues)
+        runtime = self._runtime
+        locked = await lock_queues(
+            runtime.api, runtime.routes, self._settings.group, runtime.client_id, queues
+        )
         now = trio.current_time()
         for mq in locked:
-            state = consumer._queues.get(mq)
+            state = self._queues.get(mq)
             if state is not None:
                 state.pq.locked = True
                 state.pq.last_lock_time = now
@@ -164,26 +167,31 @@ class OrderlyService:
 
     async def unlock(self, queues: Sequence[MessageQueue]) -> None:
         """UNLOCK_BATCH_MQ ``queues`` (nothing when broadcasting; failures are logged)."""
-        consumer = self._consumer
         if self._locking and queues:
-            instance = consumer.instance
+            runtime = self._runtime
             async with self._broker_locks:
-                await unlock_queues(instance.api, instance.routes, consumer.group, consumer.client_id, queues)
+                await unlock_queues(
+                    runtime.api, runtime.routes, self._settings.group, runtime.client_id, queues
+                )
+
+    async def release(self, queues: Sequence[MessageQueue]) -> None:
+        """The end of a handoff: the queues' broker locks are released (:meth:`unlock`)."""
+        await self.unlock(queues)
 
     async def _lock_loop(self) -> None:
-        consumer = self._consumer
+        group = self._settings.group
         while True:
             await trio.sleep(REBALANCE_LOCK_INTERVAL_MS / 1000)
             async with self._broker_locks:
                 # Revoked queues still held for a running listener call keep their lock too; a
                 # released one is dropped before its unlock is sent, so it is never renewed.
-                owned = [state for state in consumer._queues.values() if not state.pq.dropped]
+                owned = [state for state in self._queues.values() if not state.pq.dropped]
                 if not owned:
                     continue
                 locked = await self._lock([state.mq for state in owned])
             for state in owned:
                 if state.mq not in locked and state.pq.locked:
-                    log.warning("%s: the broker did not renew the lock of %s", consumer.group, state.mq)
+                    log.warning("%s: the broker did not renew the lock of %s", group, state.mq)
                     state.pq.locked = False
                 elif state.mq in locked:
                     state.poke()
@@ -204,7 +212,7 @@ class OrderlyService:
                     break
                 # Checked right before the call: the wait for a slot may have outlasted the lock.
                 if await self._hold_lock(state):
-                    msgs = pq.take_messages(self._consumer.consume_batch_max_size)
+                    msgs = pq.take_messages(self._settings.consume_batch_max_size)
                     if msgs:
                         state.begin()
                         try:
@@ -229,18 +237,17 @@ class OrderlyService:
         return False
 
     async def _consume(self, state: QueueState, msgs: list[MessageExt]) -> None:
-        consumer = self._consumer
+        settings, runtime = self._settings, self._runtime
         pq = state.pq
         started = trio.current_time()
-        assert consumer.listener is not None
         status = await consume_with_hooks(
-            consumer._hooks,
-            consumer.listener,
+            runtime.hooks,
+            settings.listener,
             msgs,
-            group=consumer.group,
-            namespace=consumer.namespace,
+            group=settings.group,
+            namespace=settings.namespace,
             queue=state.mq,
-            timeout=consumer.consume_timeout,
+            timeout=settings.consume_timeout,
             read=ConsumeOrderlyStatus.of,
             failed=ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT,
             success=ConsumeOrderlyStatus.SUCCESS,
@@ -249,20 +256,20 @@ class OrderlyService:
         )
         pq.last_consume_time = trio.current_time()
         ok = status is ConsumeOrderlyStatus.SUCCESS
-        counters = consumer._counters
+        counters = runtime.counters
         counters.count_consume(state.mq.topic, len(msgs), ok, started)
         if pq.dropped:
             return
         if ok:
             counters.consumed += len(msgs)
             commit = True
-        elif consumer.broadcasting:
+        elif settings.broadcasting:
             counters.failed += len(msgs)
-            log.warning("%s: broadcasting consumption of %s failed: dropped", consumer.group, state.mq)
+            log.warning("%s: broadcasting consumption of %s failed: dropped", settings.group, state.mq)
             commit = True
         else:
             counters.failed += len(msgs)
-            decision = check_reconsume_times(msgs, consumer.max_reconsume_times)
+            decision = check_reconsume_times(msgs, settings.max_reconsume_times)
             again = [m for m in msgs if m not in decision.to_dlq]
             for msg in decision.to_dlq:
                 if not await self._send_to_dlq(msg):
@@ -272,26 +279,26 @@ class OrderlyService:
             if again:
                 # Everything taken goes back (a DLQ'd message among them too: order is kept).
                 pq.make_message_to_consume_again(msgs)
-                state.suspended_until = trio.current_time() + consumer.suspend_current_queue_time
+                state.suspended_until = trio.current_time() + settings.suspend_current_queue_time
         if commit:
             offset = pq.commit()
             if offset >= 0 and not pq.dropped:
-                consumer.offsets.update(state.mq, offset, increase_only=False)
+                runtime.offsets.update(state.mq, offset, increase_only=False)
 
     async def _send_to_dlq(self, msg: MessageExt) -> bool:
         """Java ``sendMessageBack`` (orderly): re-send to the retry topic with the reconsume times
         reached, which the broker stores in ``%DLQ%group``."""
-        consumer = self._consumer
+        settings = self._settings
         retry = retry_message(
             msg,
-            consumer.group,
+            settings.group,
             reconsume_times=msg.reconsume_times,
-            max_reconsume_times=consumer.max_reconsume_times,
-            namespace=consumer.namespace,
+            max_reconsume_times=settings.max_reconsume_times,
+            namespace=settings.namespace,
         )
         try:
-            await consumer._inner().send(retry)
+            await self._runtime.inner_producer.send(retry)
             return True
         except RocketMQError as exc:
-            log.warning("%s: sending %s to the DLQ failed: %s", consumer.group, msg.msg_id, exc)
+            log.warning("%s: sending %s to the DLQ failed: %s", settings.group, msg.msg_id, exc)
             return False

@@ -54,7 +54,7 @@ import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 import trio
 
@@ -78,6 +78,8 @@ from rocketmq_py.consumer._pop_rules import (
     pop_deadline,
 )
 from rocketmq_py.consumer._pull_result import pull_error_delay_ms
+from rocketmq_py.consumer._push_settings import PushSettings
+from rocketmq_py.consumer._runtime import PushRuntime
 from rocketmq_py.consumer._statistics import PopQueueStatistics
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import (
@@ -101,9 +103,6 @@ from rocketmq_py.protocol import (
     pop_checkpoints,
     wrap_name,
 )
-
-if TYPE_CHECKING:
-    from rocketmq_py.consumer._push import PushConsumer
 
 __all__ = ["PopService"]
 
@@ -133,10 +132,11 @@ class PopQueue:
 class PopService:
     """The pop loops of a push consumer and the listener calls on what they pop."""
 
-    def __init__(self, consumer: PushConsumer) -> None:
-        self._consumer = consumer
+    def __init__(self, settings: PushSettings, runtime: PushRuntime) -> None:
+        self._settings = settings
+        self._runtime = runtime
         self.queues: dict[MessageQueue, PopQueue] = {}
-        self._limiter = trio.CapacityLimiter(max(1, consumer.consume_concurrency))
+        self._limiter = trio.CapacityLimiter(max(1, settings.consume_concurrency))
         self._nursery: trio.Nursery | None = None
         self._pull_topics: set[str] = set()  # topics whose assignment said PULL (logged once)
         self._calls = 0  # batches handed over and not settled (acked or re-timed) yet
@@ -145,10 +145,9 @@ class PopService:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the pop loops and listener calls until cancelled."""
-        consumer = self._consumer
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            self._acker = PopAcker(consumer.instance, consumer.group, self._wire_topic, nursery)
+            self._acker = PopAcker(self._runtime.instance, self._settings.group, self._wire_topic, nursery)
             task_status.started()
             await trio.sleep_forever()
 
@@ -168,23 +167,22 @@ class PopService:
 
         ``None`` while the topic has no route.
         """
-        consumer = self._consumer
-        instance = consumer.instance
-        route = instance.routes.cached_route(topic)
+        settings, runtime = self._settings, self._runtime
+        route = runtime.routes.cached_route(topic)
         brokers = [b for b in (route.broker_datas if route else ()) if b.broker_addrs]
         if not brokers:
-            await refresh_quietly(instance.routes, topic)
+            await refresh_quietly(runtime.routes, topic)
             return None
         broker = random.choice(brokers)
         address = broker.broker_addrs.get(MASTER_ID) or next(iter(broker.broker_addrs.values()))
         body = QueryAssignmentRequestBody(
             topic=topic,
-            consumer_group=consumer.group,
-            client_id=consumer.client_id,
-            strategy_name=consumer.strategy.name,
+            consumer_group=settings.group,
+            client_id=runtime.client_id,
+            strategy_name=settings.strategy_name,
             message_model=MessageModel.CLUSTERING,
         )
-        reply = await instance.api.call(
+        reply = await runtime.api.call(
             address, RequestCode.QUERY_ASSIGNMENT, None, encode_body(body), timeout=QUERY_ASSIGNMENT_TIMEOUT
         )
         assignments = decode_body(QueryAssignmentResponseBody, reply.body).message_queue_assignments
@@ -201,7 +199,7 @@ class PopService:
         ones it assigns in PULL mode, only tell the log that the group pulls the topic."""
         if pulled and topic not in self._pull_topics:
             self._pull_topics.add(topic)
-            log.info("%s: the group reads %s in PULL mode: client rebalance", self._consumer.group, topic)
+            log.info("%s: the group reads %s in PULL mode: client rebalance", self._settings.group, topic)
         elif queues:
             self._pull_topics.discard(topic)
         self._drop(topic, queues)
@@ -210,7 +208,7 @@ class PopService:
         for mq in sorted(queues - self.queues.keys()):
             queue = self.queues[mq] = PopQueue(mq)
             nursery.start_soon(self._pop_loop, queue)
-            log.info("%s: popping %s", self._consumer.group, mq)
+            log.info("%s: popping %s", self._settings.group, mq)
 
     def running_info(self, *, now: float, wall_ms: float) -> dict[MessageQueue, PopProcessQueueInfo]:
         """The popped queues' lines of running info (``mqPopTable``), Java ``fillPopProcessQueueInfo``.
@@ -244,36 +242,36 @@ class PopService:
     def _drop(self, topic: str, keep: set[MessageQueue]) -> None:
         for mq in [mq for mq in self.queues if mq.topic == topic and mq not in keep]:
             self.queues.pop(mq).scope.cancel()
-            log.info("%s: no longer popping %s", self._consumer.group, mq)
+            log.info("%s: no longer popping %s", self._settings.group, mq)
 
     # --- popping -------------------------------------------------------------------------------
 
     async def _pop_loop(self, queue: PopQueue) -> None:
-        consumer = self._consumer
+        settings, runtime = self._settings, self._runtime
         mq = queue.mq
-        routes, api = consumer.instance.routes, consumer.instance.api
-        invisible_ms = int(consumer.pop_invisible_time * 1000)  # checked by the consumer: 5 s to 300 s
+        routes, api = runtime.routes, runtime.api
+        invisible_ms = int(settings.pop_invisible_time * 1000)  # checked by the consumer: 5 s to 300 s
         with queue.scope:
             while True:
                 queue.last_pop_time = trio.current_time()
                 if queue.waiting_ack > POP_THRESHOLD_FOR_QUEUE:
                     await trio.sleep(POP_FLOW_CONTROL_DELAY_MS / 1000)
                     continue
-                sub = consumer._subscriptions.get(mq.topic)
+                sub = runtime.subscriptions.get(mq.topic)
                 address = routes.master_address(mq.broker_name)
                 if sub is None or address is None:
                     await refresh_quietly(routes, mq.topic)
                     await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
                     continue
                 header = PopMessageRequestHeader(
-                    consumer_group=consumer.group,
+                    consumer_group=settings.group,
                     topic=mq.topic,
                     queue_id=mq.queue_id,
-                    max_msg_nums=consumer.pop_batch_nums,
+                    max_msg_nums=settings.pop_batch_nums,
                     invisible_time=invisible_ms,
                     poll_time=BROKER_SUSPEND_MAX_TIME_MS,
                     born_time=int(time.time() * 1000),
-                    init_mode=init_mode(consumer.consume_from_where),
+                    init_mode=init_mode(settings.consume_from_where),
                     exp_type=sub.expression_type.value,
                     exp=sub.sub_string,
                     order=False,
@@ -297,7 +295,7 @@ class PopService:
                 if reply.code == ResponseCode.POLLING_FULL:
                     await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
                     continue
-                consumer._counters.count_pull(mq.topic, found=len(msgs), started=started)
+                runtime.counters.count_pull(mq.topic, found=len(msgs), started=started)
                 if msgs:
                     queue.popped += len(msgs)
                     self._hand_over(queue, msgs)
@@ -315,9 +313,9 @@ class PopService:
         return msgs
 
     def _hand_over(self, queue: PopQueue, msgs: list[MessageExt]) -> None:
-        consumer = self._consumer
+        settings = self._settings
         deadline = pop_deadline(msgs, now=trio.current_time(), wall_ms=time.time() * 1000)
-        msg_filter = consumer._filters.get(queue.mq.topic)
+        msg_filter = self._runtime.filters.get(queue.mq.topic)
         accepted = msg_filter.filter_messages(msgs) if msg_filter is not None else msgs
         nursery = self._nursery
         assert nursery is not None
@@ -325,26 +323,24 @@ class PopService:
         if len(accepted) != len(msgs):
             kept = {id(m) for m in accepted}
             nursery.start_soon(self._ack_all, queue, [m for m in msgs if id(m) not in kept])
-        tired = [m for m in accepted if m.reconsume_times > consumer.max_reconsume_times]
+        tired = [m for m in accepted if m.reconsume_times > settings.max_reconsume_times]
         if tired:
             log.warning(
                 "%s: %d messages popped with more than %d reconsume times: to the dead-letter queue",
-                consumer.group,
+                settings.group,
                 len(tired),
-                consumer.max_reconsume_times,
+                settings.max_reconsume_times,
             )
             nursery.start_soon(self._dead_letter, queue, tired)
-            accepted = [m for m in accepted if m.reconsume_times <= consumer.max_reconsume_times]
-        size = consumer.consume_batch_max_size
+            accepted = [m for m in accepted if m.reconsume_times <= settings.max_reconsume_times]
+        size = settings.consume_batch_max_size
         for at in range(0, len(accepted), size):
             nursery.start_soon(self._consume, queue, accepted[at : at + size], deadline)
 
     # --- consuming -----------------------------------------------------------------------------
 
     async def _consume(self, queue: PopQueue, msgs: list[MessageExt], deadline: float) -> None:
-        consumer = self._consumer
-        listener = consumer.listener
-        assert listener is not None
+        listener = self._settings.listener
         if self._calls == 0:
             self._no_calls = trio.Event()
         self._calls += 1
@@ -358,27 +354,27 @@ class PopService:
     async def _consume_now(
         self, queue: PopQueue, msgs: list[MessageExt], listener: Listener, deadline: float
     ) -> None:
-        consumer = self._consumer
+        settings, runtime = self._settings, self._runtime
         async with self._limiter:
             started = trio.current_time()
             if started >= deadline:
                 log.info(
                     "%s: %d messages of %s waited past their invisible time: not consumed (the broker "
                     "hands them out again)",
-                    consumer.group,
+                    settings.group,
                     len(msgs),
                     queue.mq,
                 )
                 queue.waiting_ack -= len(msgs)
                 return
             status = await consume_with_hooks(
-                consumer._hooks,
+                runtime.hooks,
                 listener,
                 msgs,
-                group=consumer.group,
-                namespace=consumer.namespace,
+                group=settings.group,
+                namespace=settings.namespace,
                 queue=queue.mq,
-                timeout=consumer.consume_timeout,
+                timeout=settings.consume_timeout,
                 read=concurrent_status,
                 failed=ConsumeStatus.RECONSUME_LATER,
                 success=ConsumeStatus.CONSUME_SUCCESS,
@@ -389,19 +385,19 @@ class PopService:
                 log.warning(
                     "%s: a listener call on %d messages of %s outlived their invisible time: its "
                     "result is ignored (the broker hands them out again)",
-                    consumer.group,
+                    settings.group,
                     len(msgs),
                     queue.mq,
                 )
                 queue.waiting_ack -= len(msgs)
                 return
             ok = status is ConsumeStatus.CONSUME_SUCCESS
-            consumer._counters.count_consume(queue.mq.topic, len(msgs), ok, started)
+            runtime.counters.count_consume(queue.mq.topic, len(msgs), ok, started)
             if ok:
-                consumer._counters.consumed += len(msgs)
+                runtime.counters.consumed += len(msgs)
                 await self._ack_all(queue, msgs)
             else:
-                consumer._counters.failed += len(msgs)
+                runtime.counters.failed += len(msgs)
                 await self._retry_later(queue, msgs)
 
     async def _ack_all(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
@@ -410,26 +406,25 @@ class PopService:
         queue.waiting_ack -= len(msgs)
 
     async def _retry_later(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
-        consumer = self._consumer
-        spent = [m for m in msgs if m.reconsume_times >= consumer.max_reconsume_times]
+        settings = self._settings
+        spent = [m for m in msgs if m.reconsume_times >= settings.max_reconsume_times]
         for msg in msgs:
-            if msg.reconsume_times < consumer.max_reconsume_times:
+            if msg.reconsume_times < settings.max_reconsume_times:
                 await self._change_invisible_time(msg, failure_delay_s(msg.reconsume_times) * 1000)
                 queue.waiting_ack -= 1
         if spent:
             log.warning(
                 "%s: %d messages failed %d times: to the dead-letter queue",
-                consumer.group,
+                settings.group,
                 len(spent),
-                consumer.max_reconsume_times + 1,
+                settings.max_reconsume_times + 1,
             )
             await self._dead_letter(queue, spent)
 
     async def _dead_letter(self, queue: PopQueue, msgs: Sequence[MessageExt]) -> None:
         """Send each of ``msgs`` to the group's DLQ and acknowledge it; one the broker did not take
         is left to reappear after its invisible time (and tried again then)."""
-        consumer = self._consumer
-        instance = consumer.instance
+        settings, instance = self._settings, self._runtime.instance
         sent: list[MessageExt] = []
         for msg in msgs:
             found = checkpoint_of(msg)
@@ -442,17 +437,17 @@ class PopService:
                 await instance.api.consumer_send_msg_back(
                     address,
                     msg,
-                    consumer.group,
+                    settings.group,
                     delay_level=-1,  # the dead-letter queue at once
-                    max_reconsume_times=consumer.max_reconsume_times,
+                    max_reconsume_times=settings.max_reconsume_times,
                     broker_name=ck.broker_name,
-                    origin_topic=ck.stored_topic(topic, consumer.group),
+                    origin_topic=ck.stored_topic(topic, settings.group),
                     timeout=SEND_BACK_TIMEOUT,
                 )
                 sent.append(msg)
             except RocketMQError as exc:
                 log.warning(
-                    "%s: %s could not go to the dead-letter queue: %s", consumer.group, msg.msg_id, exc
+                    "%s: %s could not go to the dead-letter queue: %s", settings.group, msg.msg_id, exc
                 )
         queue.waiting_ack -= len(msgs) - len(sent)
         if sent:
@@ -460,7 +455,7 @@ class PopService:
 
     def _wire_topic(self, msg: MessageExt) -> str:
         """``msg``'s topic as the brokers know it (the listener call took the namespace off)."""
-        return wrap_name(self._consumer.namespace, msg.topic)
+        return wrap_name(self._settings.namespace, msg.topic)
 
     async def _change_invisible_time(self, msg: MessageExt, invisible_ms: int) -> None:
         found = checkpoint_of(msg)
@@ -468,8 +463,8 @@ class PopService:
             return
         text, ck = found
         header = ChangeInvisibleTimeRequestHeader(
-            consumer_group=self._consumer.group,
-            topic=ck.stored_topic(self._wire_topic(msg), self._consumer.group),
+            consumer_group=self._settings.group,
+            topic=ck.stored_topic(self._wire_topic(msg), self._settings.group),
             queue_id=ck.queue_id,
             extra_info=text,
             offset=ck.queue_offset,
@@ -485,9 +480,9 @@ class PopService:
         code: int,
         header: ChangeInvisibleTimeRequestHeader,
     ) -> None:
-        instance = self._consumer.instance
+        instance = self._runtime.instance
         try:
             address = await instance.routes.require_master(self._wire_topic(msg), ck.broker_name)
             await instance.api.call(address, code, header, timeout=ACK_TIMEOUT)
         except RocketMQError as exc:
-            log.warning("%s: %s of %s failed: %s", self._consumer.group, RequestCode(code).name, msg, exc)
+            log.warning("%s: %s of %s failed: %s", self._settings.group, RequestCode(code).name, msg, exc)

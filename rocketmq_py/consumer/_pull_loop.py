@@ -12,7 +12,6 @@ committed a moment later and the queue is allocated again).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 import trio
 
@@ -25,37 +24,44 @@ from rocketmq_py.consumer._flow import (
 )
 from rocketmq_py.consumer._group_client import read_pull_reply, refresh_quietly
 from rocketmq_py.consumer._pull_result import next_pull_action, pull_error_delay_ms
+from rocketmq_py.consumer._push_settings import PushSettings
 from rocketmq_py.consumer._queue_state import QueueState
+from rocketmq_py.consumer._queue_table import QueueTable
+from rocketmq_py.consumer._runtime import ConsumeService, PushRuntime
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import pull_request_header
-
-if TYPE_CHECKING:
-    from rocketmq_py.consumer._push import PushConsumer
 
 __all__ = ["pull_loop"]
 
 log = logging.getLogger("rocketmq_py.consumer")
 
 
-async def pull_loop(consumer: PushConsumer, state: QueueState) -> None:
-    """Pull ``state``'s queue until it is dropped or its scope is cancelled."""
+async def pull_loop(
+    settings: PushSettings,
+    runtime: PushRuntime,
+    queues: QueueTable,
+    service: ConsumeService,
+    state: QueueState,
+) -> None:
+    """Pull ``state``'s queue until it is dropped or its scope is cancelled; ``service`` consumes
+    what is pulled."""
     mq, pq = state.mq, state.pq
-    routes, api = consumer.instance.routes, consumer.instance.api
+    routes, api = runtime.routes, runtime.api
     broker_id = MASTER_ID
     with state.scope:
         while not pq.dropped:
             # Every attempt counts as a pull, whatever comes of it (Java stamps lastPullTimestamp
             # first thing in pullMessage): only a lost loop goes idle.
             pq.last_pull_time = trio.current_time()
-            state.flow = flow_control(pq, consumer._limits, orderly=consumer.orderly)
+            state.flow = flow_control(pq, queues.limits, orderly=settings.orderly)
             if state.flow is not None:
                 await trio.sleep(state.flow.delay_ms / 1000)
                 continue
-            if consumer.orderly and not consumer.broadcasting and not pq.locked:
+            if settings.locks_queues and not pq.locked:
                 # Java pulls an orderly queue only while it is locked; the renewal may lock it again.
                 await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
                 continue
-            sub = consumer._subscriptions.get(mq.topic)
+            sub = runtime.subscriptions.get(mq.topic)
             found = routes.find_broker(mq.broker_name, broker_id)
             if sub is None or found is None:
                 await refresh_quietly(routes, mq.topic)
@@ -64,13 +70,13 @@ async def pull_loop(consumer: PushConsumer, state: QueueState) -> None:
             # Java asks the broker to store the group's progress with the pull in CLUSTERING only,
             # and never a slave.
             commit = (
-                consumer.offsets.get(mq) if not consumer.broadcasting and found.broker_id == MASTER_ID else 0
+                runtime.offsets.get(mq) if not settings.broadcasting and found.broker_id == MASTER_ID else 0
             )
             header = pull_request_header(
-                consumer.group,
+                settings.group,
                 mq,
                 offset=state.next_offset,
-                max_msgs=consumer.pull_batch_size,
+                max_msgs=settings.pull_batch_size,
                 expression_type=sub.expression_type.value,
                 sub_version=sub.sub_version,
                 commit_offset=commit,
@@ -83,7 +89,7 @@ async def pull_loop(consumer: PushConsumer, state: QueueState) -> None:
                 )
                 result, msgs = read_pull_reply(
                     reply,
-                    msg_filter=consumer._filters.get(mq.topic),
+                    msg_filter=runtime.filters.get(mq.topic),
                     broker_name=mq.broker_name,
                     queue_id=mq.queue_id,
                 )
@@ -100,22 +106,22 @@ async def pull_loop(consumer: PushConsumer, state: QueueState) -> None:
                 process_queue_empty=pq.msg_count == 0,
             )
             fresh = pq.add_messages(msgs) if action.dispatch else []
-            consumer._counters.count_pull(mq.topic, found=len(fresh), started=started)
+            runtime.counters.count_pull(mq.topic, found=len(fresh), started=started)
             if fresh:
-                await consumer._consume_service.hand_over(state, fresh)
+                await service.hand_over(state, fresh)
             if action.correct_offset:
-                consumer.offsets.update(mq, action.next_offset)
+                runtime.offsets.update(mq, action.next_offset)
             if action.drop_queue:
                 log.warning(
                     "%s: offset %d of %s is illegal (%s): dropping the queue",
-                    consumer.group,
+                    settings.group,
                     state.next_offset,
                     mq,
                     result,
                 )
                 pq.dropped = True
-                consumer._running().start_soon(
-                    fix_illegal_offset, consumer, state, action.next_offset, action.delay_ms
+                runtime.nursery.start_soon(
+                    fix_illegal_offset, runtime, queues, state, action.next_offset, action.delay_ms
                 )
                 return
             state.next_offset = action.next_offset
@@ -124,22 +130,23 @@ async def pull_loop(consumer: PushConsumer, state: QueueState) -> None:
 
 
 async def fix_illegal_offset(
-    consumer: PushConsumer, state: QueueState, next_offset: int, delay_ms: int
+    runtime: PushRuntime, queues: QueueTable, state: QueueState, next_offset: int, delay_ms: int
 ) -> None:
     """After an OFFSET_ILLEGAL answer: commit the broker's corrected offset, forget the queue, rebalance.
 
     Java waits 10 s first (``executeTaskLater``), so that messages still being consumed finish.
     """
     await trio.sleep(delay_ms / 1000)
-    if consumer._queues.get(state.mq) is not state:
+    if queues.get(state.mq) is not state:
         return  # rebalanced away (and maybe back) meanwhile: the new owner's offset stands
-    offsets = consumer.offsets
+    offsets = runtime.offsets
     offsets.update(state.mq, next_offset, increase_only=False)
     try:
         # Under the persist lock: the periodic commit cannot write an older offset after this one.
-        await consumer._assignment.persist_locked(state.mq)
+        async with runtime.persist_lock:
+            await offsets.persist(state.mq)
     except RocketMQError as exc:
         log.warning("persisting the corrected offset of %s failed: %s", state.mq, exc)
-    consumer._queues.pop(state.mq, None)
+    queues.discard(state.mq)
     offsets.remove(state.mq)
-    consumer._rebalance_now.set()
+    runtime.request_rebalance()

@@ -50,7 +50,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any, ClassVar
 
 import trio
@@ -85,13 +85,10 @@ from rocketmq_py.consumer._listener import (
 from rocketmq_py.consumer._member import GroupMember
 from rocketmq_py.consumer._orderly import OrderlyService
 from rocketmq_py.consumer._pop import PopService
-from rocketmq_py.consumer._pop_rules import (
-    MAX_POP_INVISIBLE_TIME_MS,
-    MIN_POP_INVISIBLE_TIME_MS,
-    POP_BATCH_NUMS,
-    POP_INVISIBLE_TIME_MS,
-)
-from rocketmq_py.consumer._queue_state import QueueState
+from rocketmq_py.consumer._pop_rules import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS
+from rocketmq_py.consumer._push_settings import PushSettings, check_pop_options
+from rocketmq_py.consumer._queue_table import QueueTable
+from rocketmq_py.consumer._runtime import ConsumeService, PushRuntime
 from rocketmq_py.consumer._statistics import (
     ConsumeCounters,
     PopQueueStatistics,
@@ -99,12 +96,10 @@ from rocketmq_py.consumer._statistics import (
     queue_statistics,
     rate_table,
 )
-from rocketmq_py.errors import ClientError, StateError
+from rocketmq_py.errors import ClientError
 from rocketmq_py.hooks import Hook, hook_list
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.protocol import (
-    PROP_CONSUME_ORDERLY,
-    PROP_THREADPOOL_CORE_SIZE,
     ConsumeFromWhere,
     ConsumeMessageDirectlyResult,
     ConsumerRunningInfo,
@@ -254,27 +249,27 @@ class PushConsumer(GroupMember):
         self.flow_limits = flow_limits or FlowLimits()
         self.flow_limits.validate()
         self.persist_interval = persist_interval
-        self._queues: dict[MessageQueue, QueueState] = {}
-        #: Per-queue limits, recomputed from the topic limits after each rebalance round.
-        self._limits = self.flow_limits
+        #: The owned (pulled) queues; kept after a close (statistics), cleared then.
+        self._queues = QueueTable(self.flow_limits)
+        #: Outlive the runs: ``consumed`` and ``failed`` count over the consumer's life.
         self._counters = ConsumeCounters()
-        self._assignment = Assignment(self)
-        self._orderly = OrderlyService(self) if orderly else None
-        self._consume_service: OrderlyService | ConcurrentService = self._orderly or ConcurrentService(self)
-        self._inner_producer: Producer | None = None
-        if not 0 < pop_batch_nums <= POP_BATCH_NUMS:
-            raise ValueError(f"pop_batch_nums must be 1 to {POP_BATCH_NUMS}, not {pop_batch_nums}")
-        if not MIN_POP_INVISIBLE_TIME_MS <= pop_invisible_time * 1000 <= MAX_POP_INVISIBLE_TIME_MS:
-            raise ValueError(f"pop_invisible_time must be 5 to 300 seconds, not {pop_invisible_time}")
+        check_pop_options(pop_invisible_time, pop_batch_nums)
         self.client_rebalance = client_rebalance
         self.pop_invisible_time = pop_invisible_time
         self.pop_batch_nums = pop_batch_nums
-        self._pop: PopService | None = None
+        #: Whether the topics the group reads in POP mode are popped (decided once, here).
+        self._pops = False
         if not client_rebalance:
             if orderly or self.broadcasting:
                 log.warning("%s: POP consumption is concurrent CLUSTERING only: client rebalance", group)
             else:
-                self._pop = PopService(self)
+                self._pops = True
+        self._inner_producer: Producer | None = None
+        # The parts of a run, built at start and dropped at the close (the POP service stays, for
+        # its statistics and acks to be looked at after the block).
+        self._runtime: PushRuntime | None = None
+        self._assignment: Assignment | None = None
+        self._pop: PopService | None = None
 
     # --- configuration -------------------------------------------------------------------------------
 
@@ -285,6 +280,16 @@ class PushConsumer(GroupMember):
     def register_listener(self, listener: Listener) -> None:
         """Set the listener (before the consumer starts)."""
         self.listener = listener
+
+    def register_hook(self, hook: Hook) -> None:
+        """Call ``hook`` around every consumption from now on, after the hooks given before.
+
+        Raises:
+            TypeError: ``hook`` is not a :class:`~rocketmq_py.hooks.Hook`.
+        """
+        super().register_hook(hook)
+        if self._runtime is not None:  # a running consumer's services read the runtime's list
+            self._runtime.hooks = self._hooks
 
     @property
     def consumed(self) -> int:
@@ -334,31 +339,68 @@ class PushConsumer(GroupMember):
     async def _open(self, stack: AsyncExitStack, instance: ClientInstance) -> None:
         self._inner_producer = stack.enter_context(inner_producer(instance))
 
+    def _settings(self) -> PushSettings:
+        """The options as they are now, frozen for the run that starts (checked startable)."""
+        # Every setting but two is the public attribute of the same name.
+        names = [f.name for f in fields(PushSettings) if f.name not in ("strategy_name", "request_timeout")]
+        return PushSettings(
+            **{name: getattr(self, name) for name in names},
+            strategy_name=self.strategy.name,
+            request_timeout=self.config.request_timeout,
+        )
+
     async def _start(self, nursery: trio.Nursery) -> None:
-        if isinstance(self._consume_service, ConcurrentService):
-            self._consume_service.start(nursery)
-        if self._orderly is not None:
-            self._orderly.start(nursery)
+        assert self._inner_producer is not None  # opened by _open
+        settings = self._settings()
+        runtime = self._runtime = PushRuntime(
+            instance=self.instance,
+            offsets=self.offsets,
+            nursery=nursery,
+            inner_producer=self._inner_producer,
+            hooks=self._hooks,
+            counters=self._counters,
+            subscriptions=self._subscriptions,
+            filters=self._filters,
+            request_rebalance=self._rebalance_soon,
+            retry_rebalance=self._retry_rebalance,
+            renew_subscription=self._renew_subscription,
+        )
+        self._queues.limits = self.flow_limits
+        service: ConsumeService
+        if settings.orderly:
+            service = OrderlyService(settings, runtime, self._queues)
+        else:
+            service = ConcurrentService(settings, runtime)
+        service.start(nursery)
+        self._assignment = Assignment(settings, runtime, self._queues, service)
         nursery.start_soon(self._assignment.persist_loop)
+        self._pop = PopService(settings, runtime) if self._pops else None
         if self._pop is not None:
             await nursery.start(self._pop.run)
+
+    def _rebalance_soon(self) -> None:
+        self._rebalance_now.set()
+
+    def _retry_rebalance(self) -> None:
+        self._rebalance_retry = True
 
     async def _leave(self) -> None:
         if self._pop is not None:
             await self._pop.close(self.handoff_timeout)
-        await self._assignment.close()
+        if self._assignment is not None:
+            await self._assignment.close()
 
     def _closed(self) -> None:
         self._queues.clear()
-
-    def _inner(self) -> Producer:
-        if self._inner_producer is None:
-            raise StateError("the consumer is not started")
-        return self._inner_producer
+        self._runtime = None
+        self._assignment = None
+        self._inner_producer = None
 
     # --- rebalance -----------------------------------------------------------------------------------
 
     async def _rebalance_topic(self, topic: str) -> None:
+        # Rounds run in the rebalance loop, which starts after _start: the assignment exists.
+        assert self._assignment is not None
         if self._pop is not None and not is_retry_topic(topic):
             assigned = await self._pop.query_assignment(topic)
             if assigned is None:
@@ -384,7 +426,8 @@ class PushConsumer(GroupMember):
                 len(allocation.cid_all),
             )
             return
-        await self._assignment.apply(topic, allocation)
+        handoff_start = self._handoff_start(len(allocation.cid_all))
+        await self._assignment.apply(topic, allocation, handoff_start=handoff_start)
 
     async def _follow_pop_retry_topic(self, topic: str, *, popped: bool, pulled: bool) -> None:
         """Subscribe ``topic``'s POP retry topic while the group pulls the topic, not while it pops it
@@ -402,37 +445,16 @@ class PushConsumer(GroupMember):
             log.info("%s: %s is popped: unsubscribing %s (POP_MESSAGE serves it)", self.group, topic, retry)
             self._drop_subscription(retry)
             self.instance.heartbeat_soon()
+            assert self._assignment is not None
             await self._assignment.drop_topic(retry)
 
     def _after_rebalance(self) -> None:
-        self._limits = self.flow_limits.per_queue_from_topic(len(self._queues))
+        self._queues.limits = self.flow_limits.per_queue_from_topic(len(self._queues))
 
     # --- answering the broker (GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET, ...) ----------
 
     def _properties(self) -> dict[str, str]:
-        limits = self.flow_limits
-        return {
-            **self._member_properties(),
-            PROP_CONSUME_ORDERLY: "true" if self.orderly else "false",
-            PROP_THREADPOOL_CORE_SIZE: str(self.consume_concurrency),
-            "consumeThreadMin": str(self.consume_concurrency),
-            "consumeThreadMax": str(self.consume_concurrency),
-            "consumeMessageBatchMaxSize": str(self.consume_batch_max_size),
-            "pullBatchSize": str(self.pull_batch_size),
-            "pullThresholdForQueue": str(limits.pull_threshold_for_queue),
-            "pullThresholdSizeForQueue": str(limits.pull_threshold_size_for_queue_mib),
-            "pullThresholdForTopic": str(limits.pull_threshold_for_topic),
-            "pullThresholdSizeForTopic": str(limits.pull_threshold_size_for_topic_mib),
-            "consumeConcurrentlyMaxSpan": str(limits.consume_concurrently_max_span),
-            "maxReconsumeTimes": str(self.max_reconsume_times),
-            "consumeTimeout": str(int(self.consume_timeout / 60)),  # Java: minutes
-            "suspendCurrentQueueTimeMillis": str(int(self.suspend_current_queue_time * 1000)),
-            "persistConsumerOffsetInterval": str(int(self.persist_interval * 1000)),
-            "pullMaxIdleTimeMillis": str(int(self.pull_max_idle_time * 1000)),
-            "clientRebalance": "true" if self.client_rebalance else "false",
-            "popInvisibleTime": str(int(self.pop_invisible_time * 1000)),
-            "popBatchNums": str(self.pop_batch_nums),
-        }
+        return {**self._member_properties(), **self._settings().properties()}
 
     def running_info(self) -> ConsumerRunningInfo:
         """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``)."""
@@ -463,7 +485,8 @@ class PushConsumer(GroupMember):
         if self.namespace is not None:  # the broker's names stay as they are (wrapping is idempotent)
             topic = wrap_name(self.namespace, topic)
             offsets = {self._wire_queue(mq): offset for mq, offset in offsets.items()}
-        reset = await self._assignment.reset(topic, offsets)
+        # Not started: no queue is owned, none is reset (as the broker's request to a closed member).
+        reset = [] if self._assignment is None else await self._assignment.reset(topic, offsets)
         log.info("%s: offsets of %d queues of %s reset: %s", self.group, len(reset), topic, offsets)
         self._rebalance_now.set()
 

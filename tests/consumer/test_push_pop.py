@@ -206,12 +206,10 @@ async def test_a_group_in_pull_mode_falls_back_to_client_rebalance(
 
 
 def test_orderly_and_broadcasting_use_client_rebalance() -> None:
-    assert PushConsumer(GROUP, namesrv="x:1", client_rebalance=False, orderly=True)._pop is None
-    assert (
-        PushConsumer(GROUP, namesrv="x:1", client_rebalance=False, message_model="BROADCASTING")._pop is None
-    )
-    assert PushConsumer(GROUP, namesrv="x:1")._pop is None
-    assert PushConsumer(GROUP, namesrv="x:1", client_rebalance=False)._pop is not None
+    assert not PushConsumer(GROUP, namesrv="x:1", client_rebalance=False, orderly=True)._pops
+    assert not PushConsumer(GROUP, namesrv="x:1", client_rebalance=False, message_model="BROADCASTING")._pops
+    assert not PushConsumer(GROUP, namesrv="x:1")._pops
+    assert PushConsumer(GROUP, namesrv="x:1", client_rebalance=False)._pops
 
 
 @pytest.mark.parametrize(

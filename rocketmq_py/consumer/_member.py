@@ -72,7 +72,7 @@ from rocketmq_py.protocol import (
 )
 
 if TYPE_CHECKING:
-    from rocketmq_py._tracing._hooks import TraceHook
+    from rocketmq_py._tracing._trace_hook import TraceHook
 
 __all__ = ["GroupMember"]
 
@@ -156,9 +156,13 @@ class GroupMember:
 
     def _enable_trace(self, trace_topic: str | None) -> None:
         """Record every consumption to the trace topic (``enable_trace=True``; after ``_hooks`` is set)."""
-        from rocketmq_py._tracing._hooks import trace_hook  # (its dispatcher sends with a Producer)
+        # Imported here: the producer and tracing load only for a consumer that traces.
+        from rocketmq_py._tracing._trace_hook import new_trace_hook
+        from rocketmq_py.producer._producer import Producer
 
-        self._trace = trace_hook(self.group, self.config, self.namespace, trace_topic)
+        self._trace = new_trace_hook(
+            self.group, self.config, self.namespace, trace_topic, open_sender=Producer
+        )
         self._hooks.append(self._trace)
 
     def register_hook(self, hook: Hook) -> None:

@@ -94,3 +94,38 @@ async def test_transaction_without_a_callback() -> None:
 def test_still_a_value_error() -> None:
     with pytest.raises(ValueError, match="NameServer"):
         ClientConfig(namesrv="").namesrv_addrs()
+
+
+def test_consumer_options() -> None:
+    """The consumer side: POP ranges, allocation strategies, the start timestamp, offset store names."""
+    from rocketmq_py.consumer._allocate import AllocateConsistentHash, get_strategy
+    from rocketmq_py.consumer._local_offset_store import LocalOffsetStore
+    from rocketmq_py.consumer._push_settings import check_pop_options
+    from rocketmq_py.consumer._start_offset import parse_consume_timestamp
+
+    with pytest.raises(InvalidOption, match="pop_batch_nums"):
+        check_pop_options(60, 0)
+    with pytest.raises(InvalidOption, match="pop_invisible_time"):
+        check_pop_options(1, 32)
+    with pytest.raises(InvalidOption, match="virtual node count"):
+        AllocateConsistentHash(virtual_node_count=-1)
+    with pytest.raises(InvalidOption, match="unknown allocation strategy"):
+        get_strategy("NO_SUCH_STRATEGY")
+    with pytest.raises(InvalidOption, match="needs configuration"):
+        get_strategy("MACHINE_ROOM")
+    with pytest.raises(InvalidOption, match="yyyyMMddHHmmss"):
+        parse_consume_timestamp("2026-11-28")
+    with pytest.raises(InvalidOption, match="valid date"):
+        parse_consume_timestamp("20261399000000")
+    with pytest.raises(InvalidOption, match="cannot name a directory"):
+        LocalOffsetStore("../up", "client")
+
+
+async def test_request_timeout_and_an_address() -> None:
+    from rocketmq_py._transport._open import parse_address
+
+    with pytest.raises(InvalidOption, match="host:port"):
+        parse_address("no-port")
+    producer = Producer("g", namesrv="127.0.0.1:9876")
+    with pytest.raises(InvalidOption, match="timeout must be positive"):
+        await producer.request(Message("t", b"x"), timeout=0)

@@ -27,7 +27,7 @@ from rocketmq_py._transport._diagnosis import DEFAULT_CLOSE_ON_TIMEOUT, handshak
 from rocketmq_py._transport._hooks import RPCHook
 from rocketmq_py._transport._io import translate_io_errors
 from rocketmq_py._transport._nursery import open_service_nursery
-from rocketmq_py.errors import ClientError, ConnectionFailed
+from rocketmq_py.errors import ConnectionFailed, InvalidOption
 from rocketmq_py.protocol._codes import SerializeType
 from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE
 
@@ -64,11 +64,11 @@ def parse_address(address: str) -> tuple[str, int]:
     """Split ``"host:port"`` (or ``"[v6]:port"``) into host and port.
 
     Raises:
-        ClientError: the address has no valid port.
+        InvalidOption: the address has no valid port.
     """
     host, sep, port_text = address.rpartition(":")
     if not sep or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise ClientError(f"not a host:port address: {address!r}")
+        raise InvalidOption(f"not a host:port address: {address!r}")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     return host, int(port_text)

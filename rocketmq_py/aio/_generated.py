@@ -227,7 +227,7 @@ class Producer(AioClient[TrioProducer]):
 
         Raises:
             InvalidMessage: the message fails validation (nothing was sent).
-            ClientError: ``timeout`` is not positive.
+            InvalidOption: ``timeout`` is not positive.
             RequestReplyTimeout: no reply within ``timeout`` (its ``sent`` tells whether the
                 request was stored); a later reply is dropped.
             BrokerError, RouteNotFound, TransportError: the request could not be sent.

@@ -57,7 +57,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final, Protocol, TypeAlias
 
-from rocketmq_py.errors import ClientError
+from rocketmq_py.errors import ClientError, InvalidOption
 from rocketmq_py.protocol._bodies import MessageQueue
 
 __all__ = [
@@ -237,7 +237,7 @@ class AllocateConsistentHash:
         hash_function: position of a key on the ring; the default is Java's MD5 hash.
 
     Raises:
-        ClientError: ``virtual_node_count`` is negative.
+        InvalidOption: ``virtual_node_count`` is negative.
     """
 
     virtual_node_count: int = DEFAULT_VIRTUAL_NODE_COUNT
@@ -247,7 +247,7 @@ class AllocateConsistentHash:
 
     def __post_init__(self) -> None:
         if self.virtual_node_count < 0:
-            raise ClientError(f"illegal virtual node count: {self.virtual_node_count}")
+            raise InvalidOption(f"illegal virtual node count: {self.virtual_node_count}")
 
     def ring(self, cid_all: Sequence[str]) -> tuple[list[int], list[str]]:
         """The ring as two parallel lists: sorted positions and the client id owning each.
@@ -442,7 +442,7 @@ def _java_name(name: str) -> str:
     key = _ALIASES.get(key, key)
     if key not in _CLASSES:
         known = ", ".join([*_CLASSES, *(a.lower() for a in _ALIASES)])
-        raise ClientError(f"unknown allocation strategy {name!r}; known: {known}")
+        raise InvalidOption(f"unknown allocation strategy {name!r}; known: {known}")
     return key
 
 
@@ -474,7 +474,7 @@ def get_strategy(strategy: str | AllocateStrategy) -> AllocateStrategy:
     default = _DEFAULTS.get(key)
     if default is None:
         cls = _CLASSES[key]
-        raise ClientError(f"allocation strategy {key} needs configuration: construct {cls.__name__}(...)")
+        raise InvalidOption(f"allocation strategy {key} needs configuration: construct {cls.__name__}(...)")
     return default
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import trio
 
-from rocketmq_py.errors import ClientError, OffsetFileCorrupt, OffsetStoreError
+from rocketmq_py.errors import InvalidOption, OffsetFileCorrupt, OffsetStoreError
 from rocketmq_py.protocol import MessageQueue
 
 __all__ = [
@@ -61,7 +61,7 @@ def default_directory() -> Path:
 
 def _check_component(kind: str, value: str) -> str:
     if not value or value in (".", "..") or "/" in value or "\\" in value or "\0" in value:
-        raise ClientError(f"{kind} {value!r} cannot name a directory for the local offset store")
+        raise InvalidOption(f"{kind} {value!r} cannot name a directory for the local offset store")
     return value
 
 
@@ -111,7 +111,7 @@ class LocalOffsetStore:
         directory: the root directory (default :func:`default_directory`).
 
     Raises:
-        ClientError: ``group`` or ``client_id`` cannot name a directory.
+        InvalidOption: ``group`` or ``client_id`` cannot name a directory.
     """
 
     def __init__(

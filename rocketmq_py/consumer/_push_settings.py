@@ -17,6 +17,7 @@ from rocketmq_py.consumer._pop_rules import (
     MIN_POP_INVISIBLE_TIME_MS,
     POP_BATCH_NUMS,
 )
+from rocketmq_py.errors import InvalidOption
 from rocketmq_py.protocol import (
     PROP_CONSUME_ORDERLY,
     PROP_THREADPOOL_CORE_SIZE,
@@ -29,11 +30,11 @@ __all__ = ["PushSettings", "check_pop_options"]
 
 
 def check_pop_options(pop_invisible_time: float, pop_batch_nums: int) -> None:
-    """Raise ``ValueError`` for POP options the broker would refuse (Java's ranges)."""
+    """Raise ``InvalidOption`` for POP options the broker would refuse (Java's ranges)."""
     if not 0 < pop_batch_nums <= POP_BATCH_NUMS:
-        raise ValueError(f"pop_batch_nums must be 1 to {POP_BATCH_NUMS}, not {pop_batch_nums}")
+        raise InvalidOption(f"pop_batch_nums must be 1 to {POP_BATCH_NUMS}, not {pop_batch_nums}")
     if not MIN_POP_INVISIBLE_TIME_MS <= pop_invisible_time * 1000 <= MAX_POP_INVISIBLE_TIME_MS:
-        raise ValueError(f"pop_invisible_time must be 5 to 300 seconds, not {pop_invisible_time}")
+        raise InvalidOption(f"pop_invisible_time must be 5 to 300 seconds, not {pop_invisible_time}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

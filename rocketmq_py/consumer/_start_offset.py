@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Final
 
-from rocketmq_py.errors import ClientError
+from rocketmq_py.errors import InvalidOption
 from rocketmq_py.protocol._bodies import ConsumeFromWhere
 from rocketmq_py.protocol._names import is_retry_topic
 
@@ -76,11 +76,11 @@ def parse_consume_timestamp(text: str, tz: tzinfo | None = None) -> int:
         ClientError: ``text`` is not a valid ``yyyyMMddHHmmss`` timestamp.
     """
     if not _TIMESTAMP.fullmatch(text):
-        raise ClientError(f"consume timestamp {text!r} is not in the format yyyyMMddHHmmss")
+        raise InvalidOption(f"consume timestamp {text!r} is not in the format yyyyMMddHHmmss")
     try:
         when = datetime.strptime(text, CONSUME_TIMESTAMP_FORMAT)
     except ValueError:
-        raise ClientError(f"consume timestamp {text!r} is not a valid date and time") from None
+        raise InvalidOption(f"consume timestamp {text!r} is not a valid date and time") from None
     if tz is not None:
         when = when.replace(tzinfo=tz)
     return int(when.timestamp()) * 1000

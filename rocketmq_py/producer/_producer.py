@@ -28,7 +28,7 @@ from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
 from rocketmq_py._tracing._trace_hook import TraceHook, new_trace_hook
 from rocketmq_py.errors import (
-    ClientError,
+    InvalidOption,
     MessageTooLarge,
     RequestTimeout,
     StateError,
@@ -379,13 +379,13 @@ class Producer(SendPath):
 
         Raises:
             InvalidMessage: the message fails validation (nothing was sent).
-            ClientError: ``timeout`` is not positive.
+            InvalidOption: ``timeout`` is not positive.
             RequestReplyTimeout: no reply within ``timeout`` (its ``sent`` tells whether the
                 request was stored); a later reply is dropped.
             BrokerError, RouteNotFound, TransportError: the request could not be sent.
         """
         if timeout is not None and not timeout > 0:
-            raise ClientError(f"a request's timeout must be positive, not {timeout!r}")
+            raise InvalidOption(f"a request's timeout must be positive, not {timeout!r}")
         # The request's own properties are (re)set by send_request: a message may be asked again.
         validate_message(message, self.max_message_size, reserved=self._reserved - REQUEST_PROPERTY_KEYS)
         namespace = self.namespace

@@ -23,12 +23,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Final, Self
+from typing import Final, Protocol, Self
 
 from rocketmq_py.errors import ClientError
-
-if TYPE_CHECKING:
-    from rocketmq_py.consumer._process_queue import ProcessQueue
 
 __all__ = [
     "BROKER_SUSPEND_MAX_TIME_MS",
@@ -64,6 +61,7 @@ __all__ = [
     "REBALANCE_MIN_INTERVAL_MS",
     "SEND_BACK_LOCAL_RETRY_DELAY_MS",
     "SUSPEND_CURRENT_QUEUE_TIME_MS",
+    "CacheCounters",
     "FlowLimits",
     "FlowReason",
     "FlowVerdict",
@@ -246,7 +244,26 @@ class FlowVerdict:
     delay_ms: int = PULL_TIME_DELAY_WHEN_CACHE_FLOW_CONTROL_MS
 
 
-def flow_control(pq: ProcessQueue, limits: FlowLimits, *, orderly: bool) -> FlowVerdict | None:
+class CacheCounters(Protocol):
+    """What the flow check reads of a queue's cache (a ``ProcessQueue``, which imports this module)."""
+
+    @property
+    def msg_count(self) -> int:
+        """Messages held."""
+        ...
+
+    @property
+    def msg_size(self) -> int:
+        """Their body bytes."""
+        ...
+
+    @property
+    def max_span(self) -> int:
+        """Last minus first queue offset held (0 when empty)."""
+        ...
+
+
+def flow_control(pq: CacheCounters, limits: FlowLimits, *, orderly: bool) -> FlowVerdict | None:
     """Whether the cache of one queue is too full to pull it now (Java ``pullMessage`` step 1).
 
     Args:

@@ -11,79 +11,95 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Mapping
 
 import trio
 
+from rocketmq_py.consumer._flow import FlowLimits
 from rocketmq_py.consumer._group_client import process_queue_info
+from rocketmq_py.consumer._lite_buffer import LiteQueue
 from rocketmq_py.consumer._lite_pull_loop import (
     LITE_BROKER_SUSPEND_MAX_TIME_MS,
     LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
 )
+from rocketmq_py.consumer._offset_store_api import OffsetStore
 from rocketmq_py.errors import RocketMQError
-from rocketmq_py.protocol import PROP_CONSUME_ORDERLY, ConsumerRunningInfo, MessageQueue
+from rocketmq_py.protocol import PROP_CONSUME_ORDERLY, ConsumerRunningInfo, MessageQueue, SubscriptionData
 
-if TYPE_CHECKING:
-    from rocketmq_py.consumer._lite_pull import LitePullConsumer
-
-__all__ = ["lite_running_info", "reset_lite_offsets"]
+__all__ = ["lite_properties", "lite_running_info", "reset_lite_offsets"]
 
 log = logging.getLogger("rocketmq_py.consumer.lite")
 
 
-def _properties(consumer: LitePullConsumer, poll_timeout_ms: int) -> dict[str, str]:
-    limits = consumer.flow_limits
+def lite_properties(
+    member: Mapping[str, str],
+    *,
+    mode: str | None,
+    auto_commit: bool,
+    auto_commit_interval: float,
+    pull_batch_size: int,
+    pull_threshold_for_all: int,
+    limits: FlowLimits,
+    poll_timeout_ms: int,
+    topic_metadata_check_interval: float,
+) -> dict[str, str]:
+    """The ``properties`` of the running info: the member's own, then the lite consumer's settings."""
     return {
-        **consumer._member_properties(),
+        **member,
         PROP_CONSUME_ORDERLY: "false",
-        "subscriptionType": (consumer._mode or "none").upper(),
-        "autoCommit": "true" if consumer.auto_commit else "false",
-        "autoCommitIntervalMillis": str(int(consumer.auto_commit_interval * 1000)),
-        "pullBatchSize": str(consumer.pull_batch_size),
-        "pullThresholdForAll": str(consumer.pull_threshold_for_all),
+        "subscriptionType": (mode or "none").upper(),
+        "autoCommit": "true" if auto_commit else "false",
+        "autoCommitIntervalMillis": str(int(auto_commit_interval * 1000)),
+        "pullBatchSize": str(pull_batch_size),
+        "pullThresholdForAll": str(pull_threshold_for_all),
         "pullThresholdForQueue": str(limits.pull_threshold_for_queue),
         "pullThresholdSizeForQueue": str(limits.pull_threshold_size_for_queue_mib),
         "consumeMaxSpan": str(limits.consume_concurrently_max_span),
         "pollTimeoutMillis": str(poll_timeout_ms),
         "brokerSuspendMaxTimeMillis": str(LITE_BROKER_SUSPEND_MAX_TIME_MS),
         "consumerTimeoutMillisWhenSuspend": str(LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS),
-        "topicMetadataCheckIntervalMillis": str(int(consumer.topic_metadata_check_interval * 1000)),
+        "topicMetadataCheckIntervalMillis": str(int(topic_metadata_check_interval * 1000)),
     }
 
 
-def lite_running_info(consumer: LitePullConsumer, *, poll_timeout_ms: int) -> ConsumerRunningInfo:
+def lite_running_info(
+    properties: dict[str, str],
+    queues: Mapping[MessageQueue, LiteQueue],
+    store: OffsetStore,
+    subscriptions: Iterable[SubscriptionData],
+) -> ConsumerRunningInfo:
     """GET_CONSUMER_RUNNING_INFO's answer: properties, subscriptions, one line per assigned queue."""
     now = trio.current_time()
     wall_ms = time.time() * 1000
-    store = consumer.offsets
     mq_table = {
         mq: process_queue_info(state.pq, store.get(mq), now=now, wall_ms=wall_ms, dropped=state.dropped)
-        for mq, state in consumer._queues.items()
+        for mq, state in queues.items()
     }
     return ConsumerRunningInfo(
-        properties=_properties(consumer, poll_timeout_ms),
-        subscription_set=tuple(consumer._subscriptions.values()),
-        mq_table=mq_table,
+        properties=properties, subscription_set=tuple(subscriptions), mq_table=mq_table
     )
 
 
 async def reset_lite_offsets(
-    consumer: LitePullConsumer, topic: str, offsets: Mapping[MessageQueue, int]
+    group: str,
+    queues: Mapping[MessageQueue, LiteQueue],
+    seek: Callable[[MessageQueue, int], None],
+    store: OffsetStore,
+    topic: str,
+    offsets: Mapping[MessageQueue, int],
 ) -> None:
     """RESET_CONSUMER_CLIENT_OFFSET: seek the named assigned queues of ``topic``, commit at once."""
     moved: list[tuple[MessageQueue, int]] = []
-    for mq, state in list(consumer._queues.items()):
+    for mq, state in list(queues.items()):
         offset = offsets.get(mq, -1) if mq.topic == topic else -1
         if offset < 0 or state.dropped:
             continue
-        consumer.seek(mq, offset)
+        seek(mq, offset)
         moved.append((mq, offset))
-    store = consumer.offsets
     for mq, offset in moved:
         store.update(mq, offset, increase_only=False)
         try:
             await store.persist(mq)
         except RocketMQError as exc:
-            log.warning("%s: committing the reset offset of %s failed: %s", consumer.group, mq, exc)
-    log.info("%s: offsets of %d queues of %s reset: %s", consumer.group, len(moved), topic, dict(moved))
+            log.warning("%s: committing the reset offset of %s failed: %s", group, mq, exc)
+    log.info("%s: offsets of %d queues of %s reset: %s", group, len(moved), topic, dict(moved))

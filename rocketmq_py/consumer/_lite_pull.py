@@ -55,8 +55,8 @@ from rocketmq_py.consumer._flow import (
     FlowLimits,
 )
 from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
-from rocketmq_py.consumer._lite_info import lite_running_info, reset_lite_offsets
-from rocketmq_py.consumer._lite_pull_loop import queue_task
+from rocketmq_py.consumer._lite_info import lite_properties, lite_running_info, reset_lite_offsets
+from rocketmq_py.consumer._lite_pull_loop import LitePullParts, queue_task
 from rocketmq_py.consumer._member import GroupMember
 from rocketmq_py.consumer._queue_watch import (
     TOPIC_METADATA_CHECK_INTERVAL_MS,
@@ -414,7 +414,7 @@ class LitePullConsumer(GroupMember):
         self._discard(old)
         state = LiteQueue(mq, next_offset=offset, consumed=offset)
         self._queues[mq] = state
-        nursery.start_soon(queue_task, self, state)
+        nursery.start_soon(queue_task, self._pull_parts(), state)
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         """Seek to the queue's smallest offset (GET_MIN_OFFSET)."""
@@ -484,6 +484,26 @@ class LitePullConsumer(GroupMember):
             store.update(mq, offset, increase_only=False)
             await store.persist(mq)
 
+    def _pull_parts(self) -> LitePullParts:
+        """What a queue's pull task works with (the consumer is started: it has an instance)."""
+        return LitePullParts(
+            instance=self.instance,
+            offsets=self.offsets,
+            group=self.group,
+            namespace=self.namespace,
+            consume_from_where=self.consume_from_where,
+            consume_timestamp=self.consume_timestamp,
+            auto_commit=self.auto_commit,
+            pull_batch_size=self.pull_batch_size,
+            buffer=self._buffer,
+            subscriptions=self._subscriptions,
+            filters=self._filters,
+            commit_quietly=self._commit_quietly,
+        )
+
+    async def _commit_quietly(self, state: LiteQueue) -> None:
+        await self._commit_state(state, quiet=True)
+
     async def _commit_state(self, state: LiteQueue, *, quiet: bool) -> None:
         store = self.offsets
         if self.auto_commit or not quiet:
@@ -531,7 +551,7 @@ class LitePullConsumer(GroupMember):
     def _add(self, mq: MessageQueue, start_after: float | None = None) -> None:
         state = LiteQueue(mq)
         self._queues[mq] = state
-        self._running().start_soon(queue_task, self, state, start_after)
+        self._running().start_soon(queue_task, self._pull_parts(), state, start_after)
 
     def _apply_assignment(self) -> None:
         """Start the assigned queues not pulled yet; release the others (committing in a task)."""
@@ -582,7 +602,18 @@ class LitePullConsumer(GroupMember):
         pull and last poll, and the offset held in the offset store (committed, or about to be).
         No rates (``statusTable``): Java's lite consumer sends none either.
         """
-        return lite_running_info(self, poll_timeout_ms=POLL_TIMEOUT_MS)
+        properties = lite_properties(
+            self._member_properties(),
+            mode=self._mode,
+            auto_commit=self.auto_commit,
+            auto_commit_interval=self.auto_commit_interval,
+            pull_batch_size=self.pull_batch_size,
+            pull_threshold_for_all=self.pull_threshold_for_all,
+            limits=self.flow_limits,
+            poll_timeout_ms=POLL_TIMEOUT_MS,
+            topic_metadata_check_interval=self.topic_metadata_check_interval,
+        )
+        return lite_running_info(properties, self._queues, self.offsets, self._subscriptions.values())
 
     async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET (e.g. ``mqadmin resetOffsetByTime``): seek and commit.
@@ -596,4 +627,4 @@ class LitePullConsumer(GroupMember):
         if self.namespace is not None:  # the broker's names stay as they are (wrapping is idempotent)
             topic = wrap_name(self.namespace, topic)
             offsets = {self._wire_queue(mq): offset for mq, offset in offsets.items()}
-        await reset_lite_offsets(self, topic, offsets)
+        await reset_lite_offsets(self.group, self._queues, self.seek, self.offsets, topic, offsets)

@@ -11,21 +11,28 @@ corrected from the broker's answer, as Java's lite consumer does.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Final
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Final
 
 import trio
 
+from rocketmq_py._client._instance import ClientInstance
+from rocketmq_py.consumer._filter import MessageFilter
 from rocketmq_py.consumer._flow import PULL_TIME_DELAY_WHEN_EXCEPTION_MS
 from rocketmq_py.consumer._group_client import read_pull_reply, refresh_quietly, start_offset
-from rocketmq_py.consumer._lite_buffer import LiteQueue
+from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
+from rocketmq_py.consumer._offset_store_api import OffsetStore
 from rocketmq_py.consumer._pull_result import next_pull_action, pull_error_delay_ms
 from rocketmq_py.errors import RocketMQError
-from rocketmq_py.protocol import pull_request_header, unwrap_name
+from rocketmq_py.protocol import ConsumeFromWhere, SubscriptionData, pull_request_header, unwrap_name
 
-if TYPE_CHECKING:
-    from rocketmq_py.consumer._lite_pull import LitePullConsumer
-
-__all__ = ["LITE_BROKER_SUSPEND_MAX_TIME_MS", "LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS", "queue_task"]
+__all__ = [
+    "LITE_BROKER_SUSPEND_MAX_TIME_MS",
+    "LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS",
+    "LitePullParts",
+    "queue_task",
+]
 
 log = logging.getLogger("rocketmq_py.consumer.lite")
 
@@ -35,7 +42,30 @@ LITE_BROKER_SUSPEND_MAX_TIME_MS: Final = 20000
 LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS: Final = 30000
 
 
-async def queue_task(consumer: LitePullConsumer, state: LiteQueue, start_after: float | None = None) -> None:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LitePullParts:
+    """What the pull tasks of a started lite consumer work with (never the consumer itself).
+
+    ``subscriptions`` and ``filters`` are the consumer's own tables, read at each pull, so a
+    subscription changed later is the one the next pull carries.
+    """
+
+    instance: ClientInstance
+    offsets: OffsetStore
+    group: str
+    namespace: str | None
+    consume_from_where: ConsumeFromWhere
+    consume_timestamp: str | None
+    auto_commit: bool
+    pull_batch_size: int
+    buffer: LiteBuffer
+    subscriptions: Mapping[str, SubscriptionData]
+    filters: Mapping[str, MessageFilter]
+    #: Commit one queue's consumed offset, logging rather than raising a failure.
+    commit_quietly: Callable[[LiteQueue], Awaitable[None]]
+
+
+async def queue_task(consumer: LitePullParts, state: LiteQueue, start_after: float | None = None) -> None:
     """Find ``state``'s start offset (after ``start_after``, the handoff delay), then pull it."""
     with state.scope:
         if start_after is not None:
@@ -58,19 +88,19 @@ async def queue_task(consumer: LitePullConsumer, state: LiteQueue, start_after: 
             if not stored and consumer.auto_commit:
                 # Fix the group's position now, so a member taking the queue over before our
                 # first auto-commit starts here, not at the (then later) end of the queue.
-                await consumer._commit_state(state, quiet=True)
+                await consumer.commit_quietly(state)
         await _pull_loop(consumer, state)
 
 
-async def _pull_loop(consumer: LitePullConsumer, state: LiteQueue) -> None:
+async def _pull_loop(consumer: LitePullParts, state: LiteQueue) -> None:
     mq, pq = state.mq, state.pq
     routes, api = consumer.instance.routes, consumer.instance.api
     broker_id = 0
     while not state.dropped:
-        if consumer._buffer.blocked(state):
-            await consumer._buffer.wait_room()
+        if consumer.buffer.blocked(state):
+            await consumer.buffer.wait_room()
             continue
-        sub = consumer._subscriptions.get(mq.topic)
+        sub = consumer.subscriptions.get(mq.topic)
         found = routes.find_broker(mq.broker_name, broker_id)
         if sub is None or found is None:
             await refresh_quietly(routes, mq.topic)
@@ -92,7 +122,7 @@ async def _pull_loop(consumer: LitePullConsumer, state: LiteQueue) -> None:
             )
             result, msgs = read_pull_reply(
                 reply,
-                msg_filter=consumer._filters.get(mq.topic),
+                msg_filter=consumer.filters.get(mq.topic),
                 broker_name=mq.broker_name,
                 queue_id=mq.queue_id,
             )
@@ -115,7 +145,7 @@ async def _pull_loop(consumer: LitePullConsumer, state: LiteQueue) -> None:
             if consumer.namespace is not None:  # poll shows the topic without it (Java's resetTopic)
                 for msg in msgs:
                     msg.topic = unwrap_name(consumer.namespace, msg.topic)
-            consumer._buffer.append(state, msgs)
+            consumer.buffer.append(state, msgs)
         if action.drop_queue:
             # Java's lite consumer carries on from the broker's nextBeginOffset.
             log.warning("%s: offset %d of %s is illegal (%s)", consumer.group, state.next_offset, mq, result)

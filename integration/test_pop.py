@@ -258,13 +258,17 @@ async def test_a_sigkilled_pop_consumer_loses_nothing(
         "--pop",
         "--pop-invisible-time",
         "10",
-        "--consume-delay",
-        "0.02",
     )
-    procs: list[PopProc] = [await spawn_process(PopProc, *args) for _ in range(3)]
+    # The victim's listener takes 4 s a call, so that what it has received and not yet consumed is
+    # still in its listener when the SIGKILL lands (with 0.02 s, a loaded machine let it finish those
+    # between the check and the kill, and the test had nothing held to follow).
+    victim = await spawn_process(PopProc, *args, "--consume-delay", "4")
+    survivors: list[PopProc] = [
+        await spawn_process(PopProc, *args, "--consume-delay", "0.02") for _ in range(2)
+    ]
+    procs = [victim, *survivors]
     producer = SteadyProducer(cluster.namesrv_addr, topic, group=f"it-pop-kill-{uuid.uuid4().hex[:6]}")
     nursery.start_soon(producer.run)
-    victim, survivors = procs[0], procs[1:]
     with trio.fail_after(60):
         await wait_until(
             lambda: (

@@ -142,6 +142,9 @@ class PopService:
         self._calls = 0  # batches handed over and not settled (acked or re-timed) yet
         self._no_calls = trio.Event()
         self._acker: PopAcker | None = None
+        # Set by close() and when run() ends: a rebalance round still finishing then starts no pop
+        # (its nursery may be closed already: the round's answer can arrive as the consumer stops).
+        self._stopping = False
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the pop loops and listener calls until cancelled."""
@@ -149,10 +152,14 @@ class PopService:
             self._nursery = nursery
             self._acker = PopAcker(self._runtime.instance, self._settings.group, self._wire_topic, nursery)
             task_status.started()
-            await trio.sleep_forever()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self._stopping = True
 
     async def close(self, grace: float) -> None:
         """Stop popping; let running listener calls finish (and ack) for at most ``grace`` seconds."""
+        self._stopping = True
         for queue in self.queues.values():
             queue.scope.cancel()
         self.queues.clear()
@@ -205,6 +212,8 @@ class PopService:
         self._drop(topic, queues)
         nursery = self._nursery
         assert nursery is not None, "the pop service runs before any rebalance"
+        if self._stopping:
+            return
         for mq in sorted(queues - self.queues.keys()):
             queue = self.queues[mq] = PopQueue(mq)
             nursery.start_soon(self._pop_loop, queue)

@@ -256,3 +256,19 @@ async def test_running_info_lists_popped_queues_and_counts_pop_consumption(
     assert status.consume_failed_msgs == 0
     assert status.pull_tps > 0
     assert status.consume_rt >= 500  # ms: the calls waited for the release, then 0.5 s
+
+
+async def test_a_rebalance_round_finishing_after_the_stop_starts_no_pop(
+    broker: FakeBroker, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A round whose assignment answer arrives as the consumer stops must not start a pop loop: the
+    POP service's nursery is closed by then (CI: ``RuntimeError: Nursery is closed to new
+    arrivals`` out of ``test_three_consumers_on_two_queues_all_receive`` on 5.5.0)."""
+    consumer = make(broker, lambda msgs: ConsumeStatus.CONSUME_SUCCESS)
+    async with consumer:
+        pop = consumer._pop
+        assert pop is not None
+        await wait_until(lambda: bool(pop.queues))
+        assigned = set(pop.queues)
+    pop.apply_assignment(TOPIC, assigned, set())  # the round's last step, after the block
+    assert not pop.queues

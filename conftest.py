@@ -19,6 +19,17 @@ a cluster that cannot start the same way). A test that needs Spark only at run t
 an import inside the test, the ``spark`` session) asks for the :func:`spark_extra` fixture, which
 skips or fails the same way.
 
+pytest-xdist work units (``make test`` runs ``-n 3 --dist loadgroup``): :func:`work_group` puts each
+module's tests in one unit, so that a module's own cluster starts once, and every integration module
+using the ``spark`` session in one unit (:data:`SPARK_GROUP`), so that the run builds one SparkSession.
+pytest-xdist's own loadgroup scheduling reads the ``xdist_group`` marks by renaming
+``item._nodeid``, which pytest 9 no longer reads (the node id is ``item._id``): its groups were silently
+one test each, and the tests of a module spread over the workers, each starting the module's
+cluster. :func:`pytest_xdist_make_scheduler` gives it our grouping instead, read from the node ids
+(the controller collects nothing): the test module's path, and for the Spark session modules the
+group; which modules use the session is read from their source (a function taking ``spark``), and
+each worker checks that against the fixtures its items really use (:func:`check_spark_modules`).
+
 A failed test's leftovers (an unclosed socket, say) are collected in its own teardown
 (:func:`pytest_runtest_teardown`): pytest keeps the failure in ``sys.last_value`` until the next test,
 and the frames it holds would otherwise be freed by a later, random garbage collection, whose
@@ -37,8 +48,9 @@ import importlib.util
 import os
 import sys
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
 
@@ -95,6 +107,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker("anyio") is not None:
             item.own_markers[:] = [mark for mark in item.own_markers if mark.name != "trio"]
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        check_spark_modules(items)
 
 
 def _lone_outcome(error: BaseException | None, kind: type[BaseException]) -> BaseException | None:
@@ -108,6 +122,61 @@ def _lone_outcome(error: BaseException | None, kind: type[BaseException]) -> Bas
         elif found is not None:
             leaves.append(found)
     return leaves[0] if len(leaves) == 1 and isinstance(leaves[0], kind) else None
+
+
+#: The pytest-xdist work unit of the integration modules that use the run's one SparkSession.
+SPARK_GROUP: Final = "spark-session"
+_ROOT: Final = Path(__file__).parent
+
+
+@cache
+def uses_spark_session(path: str) -> bool:
+    """Whether the integration module at ``path`` (relative to the repository) has a function taking
+    the ``spark`` session fixture (a test, or a fixture of its own)."""
+    file = _ROOT / path
+    if not path.startswith("integration/") or not file.is_file():
+        return False
+    return any(
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and any(arg.arg == "spark" for arg in node.args.args + node.args.kwonlyargs)
+        for node in ast.walk(ast.parse(file.read_bytes(), str(file)))
+    )
+
+
+def work_group(nodeid: str) -> str:
+    """The pytest-xdist work unit of a test: its module's path, or :data:`SPARK_GROUP`."""
+    path = nodeid.split("::", 1)[0]
+    return SPARK_GROUP if uses_spark_session(path) else path
+
+
+def check_spark_modules(items: list[pytest.Item]) -> None:
+    """Fail the run when a module uses the ``spark`` session without :func:`work_group` seeing it
+    (through a fixture defined elsewhere only): its tests would build a second SparkSession."""
+    hidden = sorted(
+        {
+            item.nodeid.split("::", 1)[0]
+            for item in items
+            if "spark" in getattr(item, "fixturenames", ()) and work_group(item.nodeid) != SPARK_GROUP
+        }
+    )
+    if hidden:
+        raise pytest.UsageError(
+            f"{', '.join(hidden)} use the spark session only through other fixtures: name `spark` in a "
+            "function of the module, so that pytest-xdist runs it with the other Spark modules"
+        )
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup``: pytest-xdist's load-scope scheduling over :func:`work_group` units."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _WorkGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_group(nodeid)
+
+    return _WorkGroups(config, log)
 
 
 @pytest.hookimpl(wrapper=True)

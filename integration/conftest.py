@@ -45,8 +45,6 @@ def _broker_required() -> bool:
     return bool(os.environ.get("CI")) or os.environ.get("RMQ_REQUIRE_BROKER") == "1"
 
 
-#: The xdist group of the integration modules that use the run's one SparkSession (``spark``).
-SPARK_GROUP = "spark-session"
 #: Modules that take a minute or more on their own (`--durations`, one worker): scheduled right after
 #: the Spark session group, so that none of them starts last while the other workers run out of work.
 #: The Spark standalone cluster and Connect files start Spark processes of their own and are groups
@@ -64,13 +62,13 @@ LONG_MODULES = (
 )
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark integration items; group every module's items for pytest-xdist, heaviest first.
+    """Mark integration items; on pytest-xdist workers, order the work units heaviest first.
 
-    ``make test`` runs the suite on several pytest-xdist workers (``--dist loadgroup``): a group
-    runs whole on one worker, so a module's own cluster (module-scoped fixtures) starts once, and the
-    modules sharing the ``spark`` session run on one worker, which builds the run's one session.
+    ``make test`` runs the suite on several pytest-xdist workers (``--dist loadgroup``): a work unit
+    (../conftest.py, ``work_group``) runs whole on one worker, so a module's own cluster
+    (module-scoped fixtures) starts once, and the modules sharing the ``spark`` session run on one
+    worker, which builds the run's one session.
     Each worker that runs integration tests starts its own session cluster (``cluster``), on ports
     of its own (:func:`rocketmq_py.testing._settings.port_range`). The order is the schedule: the
     Spark session group, the long modules, the other integration modules, then the fast tests/ (many short
@@ -80,24 +78,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     here = os.path.dirname(__file__)
     session_modules = {item.path for item in items if "spark" in getattr(item, "fixturenames", ())}
 
-    def group(item: pytest.Item) -> tuple[tuple[int, int], str]:
+    def rank(item: pytest.Item) -> tuple[int, int]:
         if item.path in session_modules:
-            return (0, 0), SPARK_GROUP
+            return (0, 0)
         if not str(item.path).startswith(here):
-            return (3, 0), str(item.path)
+            return (3, 0)
         if item.path.name in LONG_MODULES:
-            return (1, LONG_MODULES.index(item.path.name)), str(item.path)
-        return (2, 0), str(item.path)
+            return (1, LONG_MODULES.index(item.path.name))
+        return (2, 0)
 
     for item in items:
         if str(item.path).startswith(here):
             item.add_marker(pytest.mark.integration)
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a plain run keeps the files' order: the fast tests/ first
-    rank = {id(item): group(item) for item in items}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(rank[id(item)][1]))
-    items.sort(key=lambda item: rank[id(item)][0])  # stable: the modules' own order within each rank
+    items.sort(key=rank)  # stable: the modules' own order within each rank
 
 
 @pytest.fixture(scope="session")

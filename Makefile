@@ -41,6 +41,9 @@ INTEGRATION_ENV = RMQ_REQUIRE_BROKER=1 PYSPARK_PYTHON=$(abspath $(BIN)/python)
 # integration tests starts its own session cluster, on ports of its own. `make test XDIST=` runs
 # everything in one process.
 XDIST ?= -n 3 --dist loadgroup --no-loadscope-reorder
+# Each pytest step of `make test` also writes its results as JUnit XML under reports/ (per-test
+# times: `python scripts/durations.py reports/main.xml` prints the seconds per file).
+REPORTS ?= reports
 
 # The docker backend (rocketmq_py.testing, ROCKETMQ_BACKEND=docker): these files once more with the
 # NameServer and brokers in containers, from rocketmq-py/rocketmq:<version> (built here by
@@ -87,7 +90,8 @@ lint: install
 # EXTRA_VERSIONS, the docker backend, and the package built and installed as a wheel.
 # (--durations: the slowest tests in the log, so that CI time is easy to follow.)
 test: prereqs jars-versions lint docs
-	$(INTEGRATION_ENV) $(BIN)/pytest $(XDIST) --durations=40
+	mkdir -p $(REPORTS)
+	$(INTEGRATION_ENV) $(BIN)/pytest $(XDIST) --durations=40 --junitxml=$(REPORTS)/main.xml
 	$(MAKE) --no-print-directory versions
 	$(MAKE) --no-print-directory docker
 	$(MAKE) --no-print-directory wheel-check
@@ -101,8 +105,10 @@ versions: jars-versions
 		echo "== integration tests on RocketMQ $$v"; \
 		case $$v in 5.*) only5="$(VERSION_TESTS_5X)";; *) only5="";; esac; \
 		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest $(XDIST) --durations=10 $(VERSION_TESTS) $$only5 \
+			--junitxml=$(REPORTS)/versions-$$v.xml \
 			-k "$(VERSION_SKIP)" || exit 1; \
 		ROCKETMQ_VERSION=$$v $(INTEGRATION_ENV) $(BIN)/pytest --durations=5 $(VERSION_TESTS_LAST) \
+			--junitxml=$(REPORTS)/versions-$$v-last.xml \
 			-k "$(VERSION_SKIP)" || exit 1; \
 	done
 
@@ -120,7 +126,8 @@ docker-image: jars
 
 docker-tests: docker-image
 	@echo "== integration tests through the docker backend"
-	ROCKETMQ_BACKEND=docker $(INTEGRATION_ENV) $(BIN)/pytest $(XDIST) $(DOCKER_TESTS) -k "$(VERSION_SKIP)"
+	ROCKETMQ_BACKEND=docker $(INTEGRATION_ENV) $(BIN)/pytest $(XDIST) $(DOCKER_TESTS) -k "$(VERSION_SKIP)" \
+		--junitxml=$(REPORTS)/docker.xml
 	@echo "== examples/test_with_testcontainers.py (what a user copies into their own tests)"
 	ROCKETMQ_BACKEND=docker $(BIN)/pytest examples/test_with_testcontainers.py
 
@@ -147,4 +154,4 @@ docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 clean:
-	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build site $(REPORTS) *.egg-info .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -54,7 +54,7 @@ def lite_properties(
         "pullThresholdForAll": str(pull_threshold_for_all),
         "pullThresholdForQueue": str(limits.pull_threshold_for_queue),
         "pullThresholdSizeForQueue": str(limits.pull_threshold_size_for_queue_mib),
-        "consumeMaxSpan": str(limits.consume_concurrently_max_span),
+        "consumeMaxSpan": str(limits.consume_max_span),
         "pollTimeoutMillis": str(poll_timeout_ms),
         "brokerSuspendMaxTimeMillis": str(LITE_BROKER_SUSPEND_MAX_TIME_MS),
         "consumerTimeoutMillisWhenSuspend": str(LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS),

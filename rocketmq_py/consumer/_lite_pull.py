@@ -191,7 +191,7 @@ class LitePullConsumer(GroupMember):
         self.flow_limits = FlowLimits(
             pull_threshold_for_queue=pull_threshold_for_queue,
             pull_threshold_size_for_queue_mib=pull_threshold_size_for_queue_mib,
-            consume_concurrently_max_span=consume_max_span,
+            consume_max_span=consume_max_span,
         )
         self.flow_limits.validate()
         self._buffer = LiteBuffer(self.flow_limits, pull_threshold_for_all)

@@ -329,6 +329,8 @@ Args: as :class:`rocketmq_py.LitePullConsumer`.
             "client_id": Member(sync=Bridge("read_property")),
             "broadcasting": AUTO,
             "assignment": AUTO,
+            # Deprecated (trio property warns; reading it is thread-safe: never in the loop thread).
+            "pull_threshold_for_all": Member(sync=Bridge("property")),
             "fetch_message_queues": AUTO,
             "rebalance": AUTO,
             "poll": Member(aio=Bridge(on_lost="self._unpoll")),

@@ -198,7 +198,9 @@ async def test_flow_control_per_queue_and_for_all(
     a0, a1, _, _ = cluster.queues()
     cluster.put(a0, 100)
     cluster.put(a1, 100)
-    async with make_lite(pull_threshold_for_queue=20, pull_threshold_for_all=35) as consumer:
+    async with make_lite(
+        flow_limits=FlowLimits(pull_threshold_for_queue=20, pull_threshold_for_all=35)
+    ) as consumer:
         consumer.assign([a0, a1])
         await trio.sleep(30)
 

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
@@ -705,9 +706,23 @@ class LitePullConsumer(LitePullConsumerBase):
         """
         self._client.seek(mq, offset)
 
+    async def seek_to_beginning(self, mq: MessageQueue) -> None:
+        """Seek to the queue's smallest offset (GET_MIN_OFFSET); aiokafka's name.
+
+        Raises:
+            StateError: the consumer is not running.
+            ClientError: ``mq`` is not assigned to this consumer.
+        """
+        await self._call(self._client.seek_to_beginning, mq)
+
     async def seek_to_begin(self, mq: MessageQueue) -> None:
-        """Seek to the queue's smallest offset (GET_MIN_OFFSET)."""
-        await self._call(self._client.seek_to_begin, mq)
+        """Deprecated: :meth:`seek_to_beginning`, the same seek under aiokafka's name."""
+        warnings.warn(
+            "LitePullConsumer.seek_to_begin is deprecated; use seek_to_beginning",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        await self._call(self._client.seek_to_beginning, mq)
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
         """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""

@@ -436,12 +436,22 @@ class LitePullConsumer(GroupMember):
         self._queues[mq] = state
         nursery.start_soon(queue_task, self._pull_parts(), state)
 
-    async def seek_to_begin(self, mq: MessageQueue) -> None:
-        """Seek to the queue's smallest offset (GET_MIN_OFFSET)."""
+    async def seek_to_beginning(self, mq: MessageQueue) -> None:
+        """Seek to the queue's smallest offset (GET_MIN_OFFSET); aiokafka's name.
+
+        Raises:
+            StateError: the consumer is not running.
+            ClientError: ``mq`` is not assigned to this consumer.
+        """
         self._running()
         mq = self._wire_queue(mq)
         address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
         self.seek(mq, await self.instance.api.get_min_offset(address, mq.topic, mq.queue_id, mq.broker_name))
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        """Deprecated: :meth:`seek_to_beginning`, the same seek under aiokafka's name."""
+        warn_deprecated("LitePullConsumer.seek_to_begin is deprecated; use seek_to_beginning")
+        await self.seek_to_beginning(mq)
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
         """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""

@@ -1,5 +1,5 @@
 """LitePullConsumer's buffer limits: ``flow_limits=FlowLimits(...)`` as the push consumer's, the old
-keywords deprecated, bad values InvalidOption.
+keywords deprecated, bad values InvalidOption; ``seek_to_begin`` a deprecated ``seek_to_beginning``.
 
 Construction does no I/O, so most of this needs no broker; the facades are checked for the same
 warnings at the caller's line (they build the trio consumer in the caller's thread).
@@ -13,8 +13,8 @@ import pytest
 
 import rocketmq_py.aio
 import rocketmq_py.sync
-from rocketmq_py import FlowLimits, LitePullConsumer
-from rocketmq_py.errors import ClientError, InvalidOption
+from rocketmq_py import FlowLimits, LitePullConsumer, MessageQueue
+from rocketmq_py.errors import ClientError, InvalidOption, StateError
 
 NAMESRV = "127.0.0.1:9876"
 OLD_KEYWORDS = [
@@ -125,6 +125,19 @@ def test_the_old_attribute_still_reads_and_warns() -> None:
     assert rec[0].filename == __file__
 
 
+async def test_seek_to_begin_is_a_deprecated_seek_to_beginning() -> None:
+    consumer = lite()
+    mq = MessageQueue("T", "broker-a", 0)
+    with pytest.raises(StateError):
+        await consumer.seek_to_beginning(mq)
+    with (
+        pytest.warns(DeprecationWarning, match="seek_to_begin is deprecated; use seek_to_beginning") as rec,
+        pytest.raises(StateError),  # not running: the same answer as the new name's
+    ):
+        await consumer.seek_to_begin(mq)
+    assert rec[0].filename == __file__
+
+
 # --- the facades ---------------------------------------------------------------------------------
 
 
@@ -138,4 +151,24 @@ def test_facades_take_flow_limits_and_warn_for_old_keywords(facade: Any) -> None
     assert consumer._client.flow_limits == limits
     with pytest.warns(DeprecationWarning, match="use flow_limits.pull_threshold_for_all") as rec:
         assert consumer.pull_threshold_for_all == 10000
+    assert rec[0].filename == __file__
+
+
+def test_the_blocking_seek_to_begin_warns_at_the_callers_line() -> None:
+    consumer = rocketmq_py.sync.LitePullConsumer("g", namesrv=NAMESRV)
+    with (
+        pytest.warns(DeprecationWarning, match="seek_to_begin is deprecated; use seek_to_beginning") as rec,
+        pytest.raises(StateError),  # not started
+    ):
+        consumer.seek_to_begin(MessageQueue("T", "broker-a", 0))
+    assert rec[0].filename == __file__
+
+
+async def test_the_asyncio_seek_to_begin_warns_at_the_callers_line() -> None:
+    consumer = rocketmq_py.aio.LitePullConsumer("g", namesrv=NAMESRV)
+    with (
+        pytest.warns(DeprecationWarning, match="seek_to_begin is deprecated; use seek_to_beginning") as rec,
+        pytest.raises(StateError),  # not open
+    ):
+        await consumer.seek_to_begin(MessageQueue("T", "broker-a", 0))
     assert rec[0].filename == __file__

@@ -86,7 +86,7 @@ async def test_lite_pull_async_for_seek_commit_and_a_cancelled_poll_loses_nothin
             queues = await consumer.fetch_message_queues(topic)
             consumer.assign(queues)
             for mq in queues:
-                await consumer.seek_to_begin(mq)
+                await consumer.seek_to_beginning(mq)
             first: list[str] = []
             async for msg in consumer:
                 first.append(msg.body.decode())

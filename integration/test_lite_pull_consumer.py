@@ -147,7 +147,7 @@ async def test_seek_to_timestamp_lands_at_the_first_message_stored_at_or_after(
         consumer.assign(queues)
         mq = min(queues)
         for queue in queues:
-            await consumer.seek_to_begin(queue)
+            await consumer.seek_to_beginning(queue)
         got: list[MessageExt] = []
         await drain(consumer, set(sent), got)
         stored = sorted(got, key=lambda m: m.queue_offset)

@@ -268,7 +268,7 @@ async def test_a_message_that_fails_too_often_goes_to_the_dead_letter_queue(
                         continue
                     reader.assign(queues)
                     for mq in queues:
-                        await reader.seek_to_begin(mq)
+                        await reader.seek_to_beginning(mq)
                     dead = [m for m in await reader.poll(timeout=2) if m.body == b"poison"]
         await trio.sleep(5)  # no third delivery
         nursery.cancel_scope.cancel()

@@ -102,11 +102,16 @@ class Member:
         sync: the blocking bridge.
         result: a callable (a dotted name: ``dataclasses.replace``) applied to the trio method's
             result (``direct`` / ``read`` methods only).
+        alias_of: the member is a deprecated alias of this one: the facade method warns
+            (``DeprecationWarning`` at the caller's line, "<Class>.<old> is deprecated; use <new>",
+            the trio alias's own message) and then bridges the new name, with the alias's
+            signature and docstring, so the trio alias is not called and does not warn again.
     """
 
     aio: Bridge = field(default_factory=Bridge)
     sync: Bridge = field(default_factory=Bridge)
     result: str | None = None
+    alias_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -329,6 +334,8 @@ Args: as :class:`rocketmq_py.LitePullConsumer`.
             "client_id": Member(sync=Bridge("read_property")),
             "broadcasting": AUTO,
             "assignment": AUTO,
+            # Deprecated (trio property warns; reading it is thread-safe: never in the loop thread).
+            "pull_threshold_for_all": Member(sync=Bridge("property")),
             "fetch_message_queues": AUTO,
             "rebalance": AUTO,
             "poll": Member(aio=Bridge(on_lost="self._unpoll")),
@@ -343,7 +350,8 @@ Args: as :class:`rocketmq_py.LitePullConsumer`.
             ),
             "paused": AUTO,
             "seek": IN_LOOP,
-            "seek_to_begin": AUTO,
+            "seek_to_beginning": AUTO,
+            "seek_to_begin": Member(alias_of="seek_to_beginning"),
             "seek_to_end": AUTO,
             "seek_to_timestamp": AUTO,
             "offset_for_timestamp": AUTO,
@@ -639,7 +647,9 @@ def _call_expr(facade: Facade, kind: str, target: str, args: list[str]) -> str:
     }[kind]
 
 
-def _method(facade: Facade, name: str, trio_cls: type[Any], member: Member, imports: Imports) -> str | None:
+def _method(
+    facade: Facade, client_name: str, name: str, trio_cls: type[Any], member: Member, imports: Imports
+) -> str | None:
     bridge = member.aio if facade.key == "aio" else member.sync
     if bridge.kind in ("trio_only", "lifecycle", "hand"):
         return None
@@ -684,6 +694,16 @@ def _method(facade: Facade, name: str, trio_cls: type[Any], member: Member, impo
     returns_none = sig.returns == "None"
     lead = "" if returns_none else "return "
     lines: list[str] = []
+    if member.alias_of is not None:
+        new = getattr(trio_cls, member.alias_of, None)
+        if new is None or inspect.signature(new) != inspect.signature(fn):
+            raise DescriptionError(f"{where}: an alias of {member.alias_of}, which has another signature")
+        if inspect.iscoroutinefunction(new) != is_async:
+            raise DescriptionError(f"{where}: an alias of {member.alias_of}, which is not as async")
+        imports.names.setdefault("warnings", ("warnings", None, None))
+        message = f"{client_name}.{name} is deprecated; use {member.alias_of}"
+        lines.append(f"warnings.warn({message!r}, DeprecationWarning, stacklevel=2)")
+        target = f"self._client.{member.alias_of}"
     if member.result is not None:
         if kind not in ("direct", "read"):
             raise DescriptionError(f"{where}: a result adapter needs a direct or read bridge")
@@ -768,7 +788,7 @@ def _class(facade: Facade, name: str, client: Client, imports: Imports, bases: d
     call = init_call % ", ".join(init.arguments(adapt))
     out.append(textwrap.indent(f"def __init__({init.text}) -> None:\n    {call}\n", "    "))
     for member_name, member in client.members.items():
-        text = _method(facade, member_name, trio_cls, member, imports)
+        text = _method(facade, name, member_name, trio_cls, member, imports)
         if text is not None:
             out.append(textwrap.indent(text, "    "))
     return "\n".join(out) + "\n"

@@ -63,3 +63,27 @@ def test_a_member_left_out_of_the_description_stops_the_generator(
 
     with pytest.raises(gen.DescriptionError, match=r"misses \['recall'\]"):
         gen.render(gen.FACADES[0])
+
+
+def test_a_deprecated_alias_warns_in_the_facade_and_bridges_the_new_name(gen: ModuleType) -> None:
+    text = gen.render(gen.FACADES[1])
+    alias = text[text.index("    def seek_to_begin(") :]
+    alias = alias[: alias.index("\n    def ", 1)]
+    assert "warnings.warn(" in alias
+    assert "LitePullConsumer.seek_to_begin is deprecated; use seek_to_beginning" in alias
+    assert "self._call(self._client.seek_to_beginning, mq)" in alias
+    assert "self._client.seek_to_begin," not in alias  # the trio alias would warn a second time
+
+
+def test_an_alias_of_a_method_with_another_signature_stops_the_generator(
+    gen: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lite = gen.CLIENTS["LitePullConsumer"]
+    members = {**lite.members, "seek_to_begin": gen.Member(alias_of="seek_to_timestamp")}
+    clients = {**gen.CLIENTS, "LitePullConsumer": dataclasses.replace(lite, members=members)}
+    monkeypatch.setattr(gen, "CLIENTS", clients)
+
+    with pytest.raises(
+        gen.DescriptionError, match="an alias of seek_to_timestamp, which has another signature"
+    ):
+        gen.render(gen.FACADES[0])

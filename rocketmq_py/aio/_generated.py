@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
@@ -26,20 +27,12 @@ from rocketmq_py.consumer._flow import (
     PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
     PULL_BATCH_SIZE,
     PULL_MAX_IDLE_TIME_MS,
-    PULL_THRESHOLD_FOR_QUEUE,
-    PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
     REBALANCE_INTERVAL_MS,
     SUSPEND_CURRENT_QUEUE_TIME_MS,
     FlowLimits,
 )
 from rocketmq_py.consumer._listener import Listener, RebalanceListener
-from rocketmq_py.consumer._lite_pull import (
-    AUTO_COMMIT_INTERVAL_MS,
-    CONSUME_MAX_SPAN,
-    LITE_PULL_BATCH_SIZE,
-    POLL_TIMEOUT_MS,
-    PULL_THRESHOLD_FOR_ALL,
-)
+from rocketmq_py.consumer._lite_pull import AUTO_COMMIT_INTERVAL_MS, LITE_PULL_BATCH_SIZE, POLL_TIMEOUT_MS
 from rocketmq_py.consumer._lite_pull import LitePullConsumer as TrioLitePullConsumer
 from rocketmq_py.consumer._pop_rules import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS
 from rocketmq_py.consumer._push import PushConsumer as TrioPushConsumer
@@ -529,10 +522,11 @@ class LitePullConsumer(LitePullConsumerBase):
         auto_commit: bool = True,
         auto_commit_interval: float = AUTO_COMMIT_INTERVAL_MS / 1000,
         pull_batch_size: int = LITE_PULL_BATCH_SIZE,
-        pull_threshold_for_all: int = PULL_THRESHOLD_FOR_ALL,
-        pull_threshold_for_queue: int = PULL_THRESHOLD_FOR_QUEUE,
-        pull_threshold_size_for_queue_mib: int = PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
-        consume_max_span: int = CONSUME_MAX_SPAN,
+        flow_limits: FlowLimits | None = None,
+        pull_threshold_for_all: int | None = None,
+        pull_threshold_for_queue: int | None = None,
+        pull_threshold_size_for_queue_mib: int | None = None,
+        consume_max_span: int | None = None,
         rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
         offsets_dir: str | PathLike[str] | None = None,
         handoff_delay: float = 1.0,
@@ -555,6 +549,7 @@ class LitePullConsumer(LitePullConsumerBase):
                 auto_commit=auto_commit,
                 auto_commit_interval=auto_commit_interval,
                 pull_batch_size=pull_batch_size,
+                flow_limits=flow_limits,
                 pull_threshold_for_all=pull_threshold_for_all,
                 pull_threshold_for_queue=pull_threshold_for_queue,
                 pull_threshold_size_for_queue_mib=pull_threshold_size_for_queue_mib,
@@ -648,6 +643,11 @@ class LitePullConsumer(LitePullConsumerBase):
         """The queues this consumer pulls now (after the last rebalance, or as assigned)."""
         return self._client.assignment()
 
+    @property
+    def pull_threshold_for_all(self) -> int:
+        """Deprecated: ``flow_limits.pull_threshold_for_all``."""
+        return self._client.pull_threshold_for_all
+
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The readable queues of ``topic`` from its route, sorted (for :meth:`assign`)."""
         return await self._call(self._client.fetch_message_queues, topic)
@@ -677,7 +677,7 @@ class LitePullConsumer(LitePullConsumerBase):
 
         Raises:
             StateError: the consumer is not running.
-            ClientError: ``max_records`` < 1.
+            InvalidOption: ``max_records`` < 1 (a :class:`~rocketmq_py.errors.ClientError`).
         """
         return await self._call_keeping(self._ungetmany, self._client.getmany, max_records, timeout)
 
@@ -701,13 +701,28 @@ class LitePullConsumer(LitePullConsumerBase):
 
         Raises:
             StateError: the consumer is not running.
-            ClientError: ``mq`` is not assigned to this consumer, or ``offset`` < 0.
+            ClientError: ``mq`` is not assigned to this consumer.
+            InvalidOption: ``offset`` < 0 (a :class:`~rocketmq_py.errors.ClientError`).
         """
         self._client.seek(mq, offset)
 
+    async def seek_to_beginning(self, mq: MessageQueue) -> None:
+        """Seek to the queue's smallest offset (GET_MIN_OFFSET); aiokafka's name.
+
+        Raises:
+            StateError: the consumer is not running.
+            ClientError: ``mq`` is not assigned to this consumer.
+        """
+        await self._call(self._client.seek_to_beginning, mq)
+
     async def seek_to_begin(self, mq: MessageQueue) -> None:
-        """Seek to the queue's smallest offset (GET_MIN_OFFSET)."""
-        await self._call(self._client.seek_to_begin, mq)
+        """Deprecated: :meth:`seek_to_beginning`, the same seek under aiokafka's name."""
+        warnings.warn(
+            "LitePullConsumer.seek_to_begin is deprecated; use seek_to_beginning",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        await self._call(self._client.seek_to_beginning, mq)
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
         """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""

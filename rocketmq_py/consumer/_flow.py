@@ -7,12 +7,16 @@ Mirrors the Java client's ``DefaultMQPushConsumer`` defaults and the first step 
   checked against three limits, in this order: the number of cached messages
   (``msgCount > pullThresholdForQueue``), their body bytes in whole MiB
   (``msgSize / MiB > pullThresholdSizeForQueue``, integer division as in Java) and, for
-  concurrent consumption only, the offset span of the cache
-  (``maxSpan > consumeConcurrentlyMaxSpan``). A queue over a limit is pulled again after
-  :data:`PULL_TIME_DELAY_WHEN_CACHE_FLOW_CONTROL_MS`;
+  concurrent consumption only, the offset span of the cache (``maxSpan >
+  consumeConcurrentlyMaxSpan``, our ``consume_max_span``). A queue over a limit is pulled again
+  after :data:`PULL_TIME_DELAY_WHEN_CACHE_FLOW_CONTROL_MS`;
 * topic-level limits (``pullThresholdForTopic`` / ``pullThresholdSizeForTopic``, -1 = off)
   override the per-queue ones after each rebalance with ``max(1, topic_limit // queues_held)``
   (``RebalancePushImpl.messageQueueChanged``).
+
+The lite pull consumer's buffer is bounded by the same :class:`FlowLimits` (Java
+``DefaultLitePullConsumer``: the per-queue limits, ``consumeMaxSpan``, and its own
+``pullThresholdForAll`` over all queues instead of the topic-level limits).
 
 :func:`flow_control` is the pure verdict; the pull loop sleeps for the verdict's delay and asks
 again, so back-pressure comes from the cache itself (STYLE habit 5). Durations are in
@@ -23,16 +27,17 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
-from typing import Final, Protocol, Self
+from typing import Final, Literal, Protocol, Self
 
-from rocketmq_py.errors import ClientError
+from rocketmq_py._deprecation import warn_deprecated
+from rocketmq_py.errors import InvalidOption
 
 __all__ = [
     "BROKER_SUSPEND_MAX_TIME_MS",
     "CLEAN_EXPIRED_MAX_MESSAGES",
     "CONSUMER_TIMEOUT_WHEN_SUSPEND_MS",
     "CONSUME_CONCURRENCY",
-    "CONSUME_CONCURRENTLY_MAX_SPAN",
+    "CONSUME_MAX_SPAN",
     "CONSUME_MESSAGE_BATCH_MAX_SIZE",
     "CONSUME_TIMEOUT_MS",
     "HEARTBEAT_BROKER_INTERVAL_MS",
@@ -47,6 +52,7 @@ __all__ = [
     "PULL_BATCH_SIZE_IN_BYTES",
     "PULL_INTERVAL_MS",
     "PULL_MAX_IDLE_TIME_MS",
+    "PULL_THRESHOLD_FOR_ALL",
     "PULL_THRESHOLD_FOR_QUEUE",
     "PULL_THRESHOLD_FOR_TOPIC",
     "PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB",
@@ -80,8 +86,13 @@ PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB: Final = 100
 PULL_THRESHOLD_FOR_TOPIC: Final = -1
 #: Consumer-wide MiB limit split over the queues held; -1 = off (Java ``pullThresholdSizeForTopic``).
 PULL_THRESHOLD_SIZE_FOR_TOPIC_MIB: Final = -1
-#: Largest offset span of a queue's cache in concurrent mode (Java ``consumeConcurrentlyMaxSpan`` = 2000).
-CONSUME_CONCURRENTLY_MAX_SPAN: Final = 2000
+#: Largest offset span of a queue's cache; push: concurrent mode only (Java push
+#: ``consumeConcurrentlyMaxSpan`` = 2000, Java lite ``consumeMaxSpan`` = 2000).
+CONSUME_MAX_SPAN: Final = 2000
+#: Lite pull consumer: buffered messages of all queues above which every pull waits (Java lite
+#: ``pullThresholdForAll`` = 10000; Java counts buffered batches times ``pullBatchSize``, we count
+#: messages). The push consumer has no such cap.
+PULL_THRESHOLD_FOR_ALL: Final = 10000
 
 # --- pulling -------------------------------------------------------------------------------------
 
@@ -164,40 +175,107 @@ def _check_range(name: str, value: int, low: int, high: int, *, off_allowed: boo
         return
     if not low <= value <= high:
         off = " or -1" if off_allowed else ""
-        raise ClientError(f"{name} must be in [{low}, {high}]{off}, got {value}")
+        raise InvalidOption(f"{name} must be in [{low}, {high}]{off}, got {value}")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class FlowLimits:
     """The cache limits a pull loop checks before each pull (Java field names in brackets).
+
+    One set of limits for both consumers (``PushConsumer(flow_limits=...)``,
+    ``LitePullConsumer(flow_limits=...)``); each reads the fields it can enforce and refuses, with
+    :class:`~rocketmq_py.errors.InvalidOption`, a limit it cannot enforce that is set to anything
+    but its default, so that no setting is silently ignored.
 
     Attributes:
         pull_threshold_for_queue: most cached messages per queue [pullThresholdForQueue].
         pull_threshold_size_for_queue_mib: most cached body MiB per queue [pullThresholdSizeForQueue].
-        consume_concurrently_max_span: largest cached offset span, concurrent mode only
-            [consumeConcurrentlyMaxSpan].
-        pull_threshold_for_topic: consumer-wide message limit, -1 = off [pullThresholdForTopic].
-        pull_threshold_size_for_topic_mib: consumer-wide MiB limit, -1 = off [pullThresholdSizeForTopic].
+        consume_max_span: largest cached offset span of a queue (last offset minus first). The push
+            consumer checks it for concurrent consumption only (orderly consumption skips it)
+            [push: consumeConcurrentlyMaxSpan, lite: consumeMaxSpan].
+        pull_threshold_for_topic: push consumer only: consumer-wide message limit, split over the
+            queues held after each rebalance; -1 = off [pullThresholdForTopic].
+        pull_threshold_size_for_topic_mib: push consumer only: the same in MiB, -1 = off
+            [pullThresholdSizeForTopic].
+        pull_threshold_for_all: lite pull consumer only: most buffered messages of all queues
+            together [pullThresholdForAll].
+
+    ``consume_concurrently_max_span``, the earlier name of ``consume_max_span``, is still accepted
+    as a keyword and readable as an attribute, with a :class:`DeprecationWarning`.
     """
 
     pull_threshold_for_queue: int = PULL_THRESHOLD_FOR_QUEUE
     pull_threshold_size_for_queue_mib: int = PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB
-    consume_concurrently_max_span: int = CONSUME_CONCURRENTLY_MAX_SPAN
+    consume_max_span: int = CONSUME_MAX_SPAN
     pull_threshold_for_topic: int = PULL_THRESHOLD_FOR_TOPIC
     pull_threshold_size_for_topic_mib: int = PULL_THRESHOLD_SIZE_FOR_TOPIC_MIB
+    pull_threshold_for_all: int = PULL_THRESHOLD_FOR_ALL
 
-    def validate(self) -> None:
+    def __init__(
+        self,
+        *,
+        pull_threshold_for_queue: int = PULL_THRESHOLD_FOR_QUEUE,
+        pull_threshold_size_for_queue_mib: int = PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
+        consume_max_span: int = CONSUME_MAX_SPAN,
+        pull_threshold_for_topic: int = PULL_THRESHOLD_FOR_TOPIC,
+        pull_threshold_size_for_topic_mib: int = PULL_THRESHOLD_SIZE_FOR_TOPIC_MIB,
+        pull_threshold_for_all: int = PULL_THRESHOLD_FOR_ALL,
+        consume_concurrently_max_span: int | None = None,
+    ) -> None:
+        """Keyword-only, as the fields (the dataclass's own ``__init__``, plus the old keyword).
+
+        ``consume_concurrently_max_span``, when given, sets ``consume_max_span`` (it wins, so that
+        ``dataclasses.replace(limits, consume_concurrently_max_span=n)`` changes the span too).
+        """
+        if consume_concurrently_max_span is not None:
+            warn_deprecated(
+                "FlowLimits(consume_concurrently_max_span=...) is deprecated; use consume_max_span"
+            )
+            consume_max_span = consume_concurrently_max_span
+        # Frozen: the dataclass's own __init__ sets the fields the same way.
+        object.__setattr__(self, "pull_threshold_for_queue", pull_threshold_for_queue)
+        object.__setattr__(self, "pull_threshold_size_for_queue_mib", pull_threshold_size_for_queue_mib)
+        object.__setattr__(self, "consume_max_span", consume_max_span)
+        object.__setattr__(self, "pull_threshold_for_topic", pull_threshold_for_topic)
+        object.__setattr__(self, "pull_threshold_size_for_topic_mib", pull_threshold_size_for_topic_mib)
+        object.__setattr__(self, "pull_threshold_for_all", pull_threshold_for_all)
+
+    @property
+    def consume_concurrently_max_span(self) -> int:
+        """Deprecated name of :attr:`consume_max_span`."""
+        warn_deprecated("FlowLimits.consume_concurrently_max_span is deprecated; use consume_max_span")
+        return self.consume_max_span
+
+    def validate(self, *, consumer: Literal["push", "lite"] | None = None) -> None:
         """Check the ranges Java's ``checkConfig`` enforces on a user's settings.
 
         Not run on construction: :meth:`per_queue_from_topic` may derive per-queue values above
         the user-facing maximum, as Java's does.
 
+        Args:
+            consumer: also check that no limit the named consumer cannot enforce is changed from
+                its default: ``"push"`` refuses ``pull_threshold_for_all``, ``"lite"`` the
+                topic-level limits.
+
         Raises:
-            ClientError: a value outside its range.
+            InvalidOption: a value outside its range, or a limit ``consumer`` cannot enforce (a
+                :class:`~rocketmq_py.errors.ClientError`).
         """
+        if consumer == "push" and self.pull_threshold_for_all != PULL_THRESHOLD_FOR_ALL:
+            raise InvalidOption(
+                "pull_threshold_for_all is a LitePullConsumer limit: a PushConsumer has no cap over all "
+                "queues (pull_threshold_for_topic splits one over the queues held)"
+            )
+        if consumer == "lite" and (
+            self.pull_threshold_for_topic != -1 or self.pull_threshold_size_for_topic_mib != -1
+        ):
+            raise InvalidOption(
+                "pull_threshold_for_topic and pull_threshold_size_for_topic_mib are PushConsumer limits: "
+                "a LitePullConsumer caps all queues together with pull_threshold_for_all"
+            )
         _check_range("pull_threshold_for_queue", self.pull_threshold_for_queue, 1, 65535)
         _check_range("pull_threshold_size_for_queue_mib", self.pull_threshold_size_for_queue_mib, 1, 1024)
-        _check_range("consume_concurrently_max_span", self.consume_concurrently_max_span, 1, 65535)
+        _check_range("consume_max_span", self.consume_max_span, 1, 65535)
         _check_range("pull_threshold_for_topic", self.pull_threshold_for_topic, 1, 6553500, off_allowed=True)
         _check_range(
             "pull_threshold_size_for_topic_mib",
@@ -206,6 +284,10 @@ class FlowLimits:
             102400,
             off_allowed=True,
         )
+        if self.pull_threshold_for_all < 1:  # no upper bound: Java's lite consumer checks none
+            raise InvalidOption(
+                f"pull_threshold_for_all must be at least 1, got {self.pull_threshold_for_all}"
+            )
 
     def per_queue_from_topic(self, queue_count: int) -> Self:
         """The limits after a rebalance left this consumer with ``queue_count`` queues.
@@ -284,6 +366,6 @@ def flow_control(pq: CacheCounters, limits: FlowLimits, *, orderly: bool) -> Flo
         return FlowVerdict(FlowReason.SIZE, size_mib, limits.pull_threshold_size_for_queue_mib)
     if not orderly:
         span = pq.max_span
-        if span > limits.consume_concurrently_max_span:
-            return FlowVerdict(FlowReason.SPAN, span, limits.consume_concurrently_max_span)
+        if span > limits.consume_max_span:
+            return FlowVerdict(FlowReason.SPAN, span, limits.consume_max_span)
     return None

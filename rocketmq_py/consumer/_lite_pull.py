@@ -14,8 +14,9 @@
   ``consume_from_where``), then long-polls the broker (PULL_MESSAGE with the subscription in the
   header, so ``assign`` needs no registered subscription) and appends what it finds to the
   buffer. It waits, without polling the broker, while the queue is paused or the buffer is over a
-  limit (``pull_threshold_for_all`` messages in all, ``pull_threshold_for_queue`` messages,
-  ``pull_threshold_size_for_queue_mib`` MiB or ``consume_max_span`` offsets in one queue);
+  limit of its :class:`~rocketmq_py.consumer._flow.FlowLimits` (``pull_threshold_for_all``
+  messages in all, ``pull_threshold_for_queue`` messages, ``pull_threshold_size_for_queue_mib``
+  MiB or ``consume_max_span`` offsets in one queue);
 - the **auto-commit loop** (``auto_commit=True``): every ``auto_commit_interval`` seconds it
   commits, per queue, the offset after the last message :meth:`LitePullConsumer.poll` returned;
 - the **queue watcher** (:mod:`._queue_watch`): queue-change listeners, every
@@ -45,12 +46,11 @@ import trio
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._timestamp import offset_for_timestamp
+from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py.consumer._allocate import AllocateStrategy, sort_queues
 from rocketmq_py.consumer._consume_hooks import report_polled
 from rocketmq_py.consumer._flow import (
     PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
-    PULL_THRESHOLD_FOR_QUEUE,
-    PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
     REBALANCE_INTERVAL_MS,
     FlowLimits,
 )
@@ -63,7 +63,7 @@ from rocketmq_py.consumer._queue_watch import (
     QueueChangeListener,
     QueueWatcher,
 )
-from rocketmq_py.errors import ClientError, RocketMQError, StateError
+from rocketmq_py.errors import ClientError, InvalidOption, RocketMQError, StateError
 from rocketmq_py.hooks import Hook, hook_list
 from rocketmq_py.producer._validation import validate_topic
 from rocketmq_py.protocol import (
@@ -85,11 +85,8 @@ log = logging.getLogger("rocketmq_py.consumer.lite")
 
 #: Messages asked for per pull (Java ``DefaultLitePullConsumer.pullBatchSize`` = 10).
 LITE_PULL_BATCH_SIZE: Final = 10
-#: Buffered messages of all queues above which every pull waits (Java ``pullThresholdForAll`` = 10000;
-#: Java counts buffered batches times ``pullBatchSize``, we count messages).
-PULL_THRESHOLD_FOR_ALL: Final = 10000
-#: Largest offset span buffered per queue (Java lite ``consumeMaxSpan`` = 2000).
-CONSUME_MAX_SPAN: Final = 2000
+# The buffer limits' defaults (Java lite pullThresholdForAll, pullThresholdForQueue,
+# pullThresholdSizeForQueue, consumeMaxSpan) are FlowLimits' own, in _flow.py.
 #: Default ``poll`` / ``getmany`` wait (Java ``pollTimeoutMillis`` = 5000).
 POLL_TIMEOUT_MS: Final = 5000
 #: Auto-commit period (Java ``autoCommitIntervalMillis`` = 5000, the same as the offset persister).
@@ -113,10 +110,16 @@ class LitePullConsumer(GroupMember):
         auto_commit: commit the consumed offsets every ``auto_commit_interval`` seconds, on a
             revoke and on close; when off, only :meth:`commit` commits.
         pull_batch_size: messages per pull, so at most per ``poll``.
-        pull_threshold_for_all: buffered messages (all queues) above which pulling waits.
-        pull_threshold_for_queue: buffered messages of one queue above which its pulling waits.
-        pull_threshold_size_for_queue_mib: the same in body MiB.
-        consume_max_span: the same in offset span.
+        flow_limits: the buffer limits above which pulling waits (default ``FlowLimits()``), as
+            for :class:`~rocketmq_py.PushConsumer`: ``pull_threshold_for_all`` buffered messages
+            of all queues together, and for each queue ``pull_threshold_for_queue`` messages,
+            ``pull_threshold_size_for_queue_mib`` body MiB and ``consume_max_span`` offsets. The
+            topic-level limits (``pull_threshold_for_topic``,
+            ``pull_threshold_size_for_topic_mib``) are the push consumer's: set, they are refused.
+        pull_threshold_for_all: deprecated: ``flow_limits=FlowLimits(pull_threshold_for_all=...)``.
+        pull_threshold_for_queue: deprecated: the field of ``flow_limits``.
+        pull_threshold_size_for_queue_mib: deprecated: the field of ``flow_limits``.
+        consume_max_span: deprecated: the field of ``flow_limits``.
         offsets_dir: BROADCASTING: the local offset store's directory.
         handoff_delay: ``subscribe`` mode with other members: seconds after a rebalance began
             before a newly assigned queue reads its committed offset (0: at once, as Java).
@@ -128,6 +131,10 @@ class LitePullConsumer(GroupMember):
         enable_trace: write trace records of every consumption to the trace topic, as Java's
             ``enableMsgTrace`` (``mqadmin queryMsgTraceById`` shows them), batched in the background.
         trace_topic: where trace records go (default ``RMQ_SYS_TRACE_TOPIC``).
+
+    Raises:
+        InvalidOption: an option out of range, a topic-level limit in ``flow_limits``, or
+            ``flow_limits`` together with one of the deprecated limit keywords.
     """
 
     _consume_type: ClassVar[ConsumeType] = ConsumeType.CONSUME_ACTIVELY
@@ -147,10 +154,11 @@ class LitePullConsumer(GroupMember):
         auto_commit: bool = True,
         auto_commit_interval: float = AUTO_COMMIT_INTERVAL_MS / 1000,
         pull_batch_size: int = LITE_PULL_BATCH_SIZE,
-        pull_threshold_for_all: int = PULL_THRESHOLD_FOR_ALL,
-        pull_threshold_for_queue: int = PULL_THRESHOLD_FOR_QUEUE,
-        pull_threshold_size_for_queue_mib: int = PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB,
-        consume_max_span: int = CONSUME_MAX_SPAN,
+        flow_limits: FlowLimits | None = None,
+        pull_threshold_for_all: int | None = None,
+        pull_threshold_for_queue: int | None = None,
+        pull_threshold_size_for_queue_mib: int | None = None,
+        consume_max_span: int | None = None,
         rebalance_interval: float = REBALANCE_INTERVAL_MS / 1000,
         offsets_dir: str | PathLike[str] | None = None,
         handoff_delay: float = 1.0,
@@ -161,10 +169,19 @@ class LitePullConsumer(GroupMember):
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
-        if pull_batch_size < 1 or pull_threshold_for_all < 1:
-            raise ClientError("pull_batch_size and pull_threshold_for_all must be at least 1")
+        if pull_batch_size < 1:
+            raise InvalidOption(f"pull_batch_size must be at least 1, got {pull_batch_size}")
+        limits = _lite_flow_limits(
+            flow_limits,
+            {
+                "pull_threshold_for_all": pull_threshold_for_all,
+                "pull_threshold_for_queue": pull_threshold_for_queue,
+                "pull_threshold_size_for_queue_mib": pull_threshold_size_for_queue_mib,
+                "consume_max_span": consume_max_span,
+            },
+        )
         if topic_metadata_check_interval <= 0:
-            raise ClientError(
+            raise InvalidOption(
                 f"topic_metadata_check_interval must be positive, got {topic_metadata_check_interval}"
             )
         super().__init__(
@@ -187,20 +204,22 @@ class LitePullConsumer(GroupMember):
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
         self.pull_batch_size = pull_batch_size
-        self.pull_threshold_for_all = pull_threshold_for_all
-        self.flow_limits = FlowLimits(
-            pull_threshold_for_queue=pull_threshold_for_queue,
-            pull_threshold_size_for_queue_mib=pull_threshold_size_for_queue_mib,
-            consume_concurrently_max_span=consume_max_span,
-        )
-        self.flow_limits.validate()
-        self._buffer = LiteBuffer(self.flow_limits, pull_threshold_for_all)
+        self.flow_limits = limits
+        self._buffer = LiteBuffer(limits, limits.pull_threshold_for_all)
         self._mode: str | None = None  # "subscribe" or "assign"
         self._assigned: list[MessageQueue] = []  # assign mode: the queues asked for
         self._queues: dict[MessageQueue, LiteQueue] = {}
         self._pending: deque[MessageExt] = deque()  # async for: taken from the buffer, not yet yielded
         self.topic_metadata_check_interval = topic_metadata_check_interval
         self._watcher = QueueWatcher(group, topic_metadata_check_interval)
+
+    @property
+    def pull_threshold_for_all(self) -> int:
+        """Deprecated: ``flow_limits.pull_threshold_for_all``."""
+        warn_deprecated(
+            "LitePullConsumer.pull_threshold_for_all is deprecated; use flow_limits.pull_threshold_for_all"
+        )
+        return self.flow_limits.pull_threshold_for_all
 
     # --- configuration -----------------------------------------------------------------------
 
@@ -346,10 +365,10 @@ class LitePullConsumer(GroupMember):
 
         Raises:
             StateError: the consumer is not running.
-            ClientError: ``max_records`` < 1.
+            InvalidOption: ``max_records`` < 1 (a :class:`~rocketmq_py.errors.ClientError`).
         """
         if max_records is not None and max_records < 1:
-            raise ClientError(f"max_records must be at least 1, got {max_records}")
+            raise InvalidOption(f"max_records must be at least 1, got {max_records}")
         with trio.move_on_after(timeout):
             while True:
                 self._running()
@@ -402,7 +421,8 @@ class LitePullConsumer(GroupMember):
 
         Raises:
             StateError: the consumer is not running.
-            ClientError: ``mq`` is not assigned to this consumer, or ``offset`` < 0.
+            ClientError: ``mq`` is not assigned to this consumer.
+            InvalidOption: ``offset`` < 0 (a :class:`~rocketmq_py.errors.ClientError`).
         """
         nursery = self._running()
         mq = self._wire_queue(mq)
@@ -410,18 +430,28 @@ class LitePullConsumer(GroupMember):
         if old is None:
             raise ClientError(f"{mq} is not assigned to this consumer")
         if offset < 0:
-            raise ClientError(f"offset must be >= 0, got {offset}")
+            raise InvalidOption(f"offset must be >= 0, got {offset}")
         self._discard(old)
         state = LiteQueue(mq, next_offset=offset, consumed=offset)
         self._queues[mq] = state
         nursery.start_soon(queue_task, self._pull_parts(), state)
 
-    async def seek_to_begin(self, mq: MessageQueue) -> None:
-        """Seek to the queue's smallest offset (GET_MIN_OFFSET)."""
+    async def seek_to_beginning(self, mq: MessageQueue) -> None:
+        """Seek to the queue's smallest offset (GET_MIN_OFFSET); aiokafka's name.
+
+        Raises:
+            StateError: the consumer is not running.
+            ClientError: ``mq`` is not assigned to this consumer.
+        """
         self._running()
         mq = self._wire_queue(mq)
         address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
         self.seek(mq, await self.instance.api.get_min_offset(address, mq.topic, mq.queue_id, mq.broker_name))
+
+    async def seek_to_begin(self, mq: MessageQueue) -> None:
+        """Deprecated: :meth:`seek_to_beginning`, the same seek under aiokafka's name."""
+        warn_deprecated("LitePullConsumer.seek_to_begin is deprecated; use seek_to_beginning")
+        await self.seek_to_beginning(mq)
 
     async def seek_to_end(self, mq: MessageQueue) -> None:
         """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""
@@ -608,7 +638,6 @@ class LitePullConsumer(GroupMember):
             auto_commit=self.auto_commit,
             auto_commit_interval=self.auto_commit_interval,
             pull_batch_size=self.pull_batch_size,
-            pull_threshold_for_all=self.pull_threshold_for_all,
             limits=self.flow_limits,
             poll_timeout_ms=POLL_TIMEOUT_MS,
             topic_metadata_check_interval=self.topic_metadata_check_interval,
@@ -628,3 +657,22 @@ class LitePullConsumer(GroupMember):
             topic = wrap_name(self.namespace, topic)
             offsets = {self._wire_queue(mq): offset for mq, offset in offsets.items()}
         await reset_lite_offsets(self.group, self._queues, self.seek, self.offsets, topic, offsets)
+
+
+def _lite_flow_limits(flow_limits: FlowLimits | None, old: Mapping[str, int | None]) -> FlowLimits:
+    """The lite consumer's limits from ``flow_limits`` or the deprecated keywords (``old``), checked.
+
+    Raises:
+        InvalidOption: both were given, or a limit is out of range or one the lite consumer cannot
+            enforce (the push consumer's topic-level limits).
+    """
+    given = {name: value for name, value in old.items() if value is not None}
+    if given and flow_limits is not None:
+        raise InvalidOption(
+            f"give flow_limits or its fields {sorted(given)} as keywords (deprecated), not both"
+        )
+    for name in given:
+        warn_deprecated(f"LitePullConsumer({name}=...) is deprecated; use flow_limits=FlowLimits({name}=...)")
+    limits = FlowLimits(**given) if flow_limits is None else flow_limits
+    limits.validate(consumer="lite")
+    return limits

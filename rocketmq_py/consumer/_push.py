@@ -148,7 +148,8 @@ class PushConsumer(GroupMember):
         max_reconsume_times: deliveries before a message goes to ``%DLQ%group`` (default 16;
             orderly: unlimited, as Java).
         consume_timeout: seconds a listener call may take before it counts as a failure.
-        flow_limits: per-queue (and topic) cache limits that pause pulling.
+        flow_limits: per-queue (and topic) cache limits that pause pulling; its
+            ``pull_threshold_for_all`` is the lite pull consumer's and is refused here.
         orderly: consume each queue in offset order under a broker lock (Java
             ``MessageListenerOrderly``); the batch size stays ``consume_batch_max_size`` (1).
         suspend_current_queue_time: (orderly) seconds a queue pauses after a SUSPEND answer.
@@ -247,7 +248,7 @@ class PushConsumer(GroupMember):
         self.pull_batch_size = pull_batch_size
         self.consume_timeout = consume_timeout
         self.flow_limits = flow_limits or FlowLimits()
-        self.flow_limits.validate()
+        self.flow_limits.validate(consumer="push")
         self.persist_interval = persist_interval
         #: The owned (pulled) queues; kept after a close (statistics), cleared then.
         self._queues = QueueTable(self.flow_limits)

@@ -86,7 +86,7 @@ class PushSettings:
             "pullThresholdSizeForQueue": str(limits.pull_threshold_size_for_queue_mib),
             "pullThresholdForTopic": str(limits.pull_threshold_for_topic),
             "pullThresholdSizeForTopic": str(limits.pull_threshold_size_for_topic_mib),
-            "consumeConcurrentlyMaxSpan": str(limits.consume_concurrently_max_span),
+            "consumeConcurrentlyMaxSpan": str(limits.consume_max_span),
             "maxReconsumeTimes": str(self.max_reconsume_times),
             "consumeTimeout": str(int(self.consume_timeout / 60)),  # Java: minutes
             "suspendCurrentQueueTimeMillis": str(int(self.suspend_current_queue_time * 1000)),

@@ -605,7 +605,7 @@ async def test_lite_pull_consumer_async_for_getmany_and_seek(broker: FakeBroker)
             queues = await consumer.fetch_message_queues(TOPIC)
             consumer.assign(queues)
             for mq in queues:
-                await consumer.seek_to_begin(mq)
+                await consumer.seek_to_beginning(mq)
             first: list[bytes] = []
             async for msg in consumer:
                 first.append(msg.body)
@@ -690,7 +690,7 @@ async def test_namespace_passes_through_the_asyncio_facade(broker: FakeBroker) -
         async with consumer:
             queues = await consumer.fetch_message_queues(TOPIC)
             consumer.assign(queues)
-            await consumer.seek_to_begin(queues[0])
+            await consumer.seek_to_beginning(queues[0])
             got = await consumer.poll(timeout=5)
         return result.queue.topic, queues, got
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 from dataclasses import dataclass
 from typing import cast
 
@@ -15,7 +17,7 @@ from rocketmq_py.consumer._flow import (
     flow_control,
 )
 from rocketmq_py.consumer._process_queue import ProcessQueue
-from rocketmq_py.errors import ClientError
+from rocketmq_py.errors import ClientError, InvalidOption
 from rocketmq_py.protocol import MessageExt, dlq_topic, retry_topic
 
 MIB = 1024 * 1024
@@ -40,7 +42,8 @@ def test_java_defaults() -> None:
         "PULL_THRESHOLD_SIZE_FOR_QUEUE_MIB": 100,
         "PULL_THRESHOLD_FOR_TOPIC": -1,
         "PULL_THRESHOLD_SIZE_FOR_TOPIC_MIB": -1,
-        "CONSUME_CONCURRENTLY_MAX_SPAN": 2000,
+        "CONSUME_MAX_SPAN": 2000,
+        "PULL_THRESHOLD_FOR_ALL": 10000,
         "PULL_BATCH_SIZE": 32,
         "PULL_BATCH_SIZE_IN_BYTES": 262144,
         "PULL_INTERVAL_MS": 0,
@@ -82,11 +85,88 @@ def test_default_limits() -> None:
     assert (
         limits.pull_threshold_for_queue,
         limits.pull_threshold_size_for_queue_mib,
-        limits.consume_concurrently_max_span,
+        limits.consume_max_span,
         limits.pull_threshold_for_topic,
         limits.pull_threshold_size_for_topic_mib,
-    ) == (1000, 100, 2000, -1, -1)
+        limits.pull_threshold_for_all,
+    ) == (1000, 100, 2000, -1, -1, 10000)
     limits.validate()
+    limits.validate(consumer="push")
+    limits.validate(consumer="lite")
+
+
+# --- consume_max_span, formerly consume_concurrently_max_span ------------------------------------
+
+
+def test_consume_max_span_is_the_field() -> None:
+    limits = FlowLimits(consume_max_span=7)
+    assert limits.consume_max_span == 7
+    assert [f.name for f in dataclasses.fields(FlowLimits)] == [
+        "pull_threshold_for_queue",
+        "pull_threshold_size_for_queue_mib",
+        "consume_max_span",
+        "pull_threshold_for_topic",
+        "pull_threshold_size_for_topic_mib",
+        "pull_threshold_for_all",
+    ]
+    assert "consume_max_span=7" in repr(limits)
+    assert "concurrently" not in repr(limits)
+
+
+def test_the_old_keyword_still_works_and_warns() -> None:
+    with pytest.warns(DeprecationWarning, match="consume_concurrently_max_span.*use consume_max_span") as rec:
+        limits = FlowLimits(consume_concurrently_max_span=7)
+    assert rec[0].filename == __file__  # the caller's line, not ours
+    assert limits == FlowLimits(consume_max_span=7)
+    assert hash(limits) == hash(FlowLimits(consume_max_span=7))
+
+
+def test_the_old_attribute_still_reads_and_warns() -> None:
+    limits = FlowLimits(consume_max_span=7)
+    with pytest.warns(DeprecationWarning, match="consume_concurrently_max_span.*use consume_max_span") as rec:
+        assert limits.consume_concurrently_max_span == 7
+    assert rec[0].filename == __file__
+
+
+def test_replace_with_the_old_keyword_warns_and_sets_the_span() -> None:
+    limits = FlowLimits(consume_max_span=7, pull_threshold_for_queue=3)
+    with pytest.warns(DeprecationWarning, match="use consume_max_span") as rec:
+        changed = dataclasses.replace(limits, consume_concurrently_max_span=9)
+    assert rec[0].filename == __file__
+    assert changed == FlowLimits(consume_max_span=9, pull_threshold_for_queue=3)
+
+
+def test_limits_stay_a_frozen_keyword_only_value() -> None:
+    limits = FlowLimits(pull_threshold_for_queue=3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        limits.consume_max_span = 1  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        FlowLimits(3)  # type: ignore[misc]
+    assert dataclasses.replace(limits, consume_max_span=5) == FlowLimits(
+        pull_threshold_for_queue=3, consume_max_span=5
+    )
+    assert pickle.loads(pickle.dumps(limits)) == limits
+    assert {limits, FlowLimits(pull_threshold_for_queue=3)} == {limits}
+    assert repr(limits).startswith("FlowLimits(pull_threshold_for_queue=3, ")
+
+
+# --- which consumer enforces what ----------------------------------------------------------------
+
+
+def test_a_push_consumer_refuses_the_lite_overall_cap() -> None:
+    with pytest.raises(InvalidOption, match="pull_threshold_for_all is a LitePullConsumer limit"):
+        FlowLimits(pull_threshold_for_all=5).validate(consumer="push")
+    FlowLimits(pull_threshold_for_all=5).validate(consumer="lite")
+
+
+@pytest.mark.parametrize(
+    "topic_limit", [{"pull_threshold_for_topic": 5}, {"pull_threshold_size_for_topic_mib": 5}]
+)
+def test_a_lite_consumer_refuses_topic_level_limits(topic_limit: dict[str, int]) -> None:
+    limits = FlowLimits(**topic_limit)
+    with pytest.raises(InvalidOption, match="are PushConsumer limits"):
+        limits.validate(consumer="lite")
+    limits.validate(consumer="push")
 
 
 # --- topic-level limits --------------------------------------------------------------------------
@@ -137,27 +217,30 @@ def test_no_queues_held_changes_nothing() -> None:
         {"pull_threshold_for_queue": 65536},
         {"pull_threshold_size_for_queue_mib": 0},
         {"pull_threshold_size_for_queue_mib": 1025},
-        {"consume_concurrently_max_span": 0},
-        {"consume_concurrently_max_span": 65536},
+        {"consume_max_span": 0},
+        {"consume_max_span": 65536},
         {"pull_threshold_for_topic": 0},
         {"pull_threshold_for_topic": -2},
         {"pull_threshold_for_topic": 6553501},
         {"pull_threshold_size_for_topic_mib": 0},
         {"pull_threshold_size_for_topic_mib": 102401},
+        {"pull_threshold_for_all": 0},
     ],
 )
 def test_validate_rejects_java_out_of_range_settings(bad: dict[str, int]) -> None:
-    with pytest.raises(ClientError, match=next(iter(bad))):
+    with pytest.raises(InvalidOption, match=next(iter(bad))) as info:
         FlowLimits(**bad).validate()
+    assert isinstance(info.value, ClientError)  # what it raised before
 
 
 def test_validate_accepts_the_bounds() -> None:
     FlowLimits(
         pull_threshold_for_queue=65535,
         pull_threshold_size_for_queue_mib=1,
-        consume_concurrently_max_span=1,
+        consume_max_span=1,
         pull_threshold_for_topic=6553500,
         pull_threshold_size_for_topic_mib=1,
+        pull_threshold_for_all=1,
     ).validate()
 
 
@@ -204,9 +287,9 @@ def test_limits_derived_from_topic_apply() -> None:
 def test_with_a_real_process_queue() -> None:
     pq = ProcessQueue()
     pq.put_messages([MessageExt("T", b"x", queue_offset=0), MessageExt("T", b"x", queue_offset=30)])
-    limits = FlowLimits(pull_threshold_for_queue=1, consume_concurrently_max_span=10)
+    limits = FlowLimits(pull_threshold_for_queue=1, consume_max_span=10)
     assert flow_control(pq, limits, orderly=True) == FlowVerdict(FlowReason.COUNT, 2, 1)
-    limits = FlowLimits(consume_concurrently_max_span=10)
+    limits = FlowLimits(consume_max_span=10)
     assert flow_control(pq, limits, orderly=False) == FlowVerdict(FlowReason.SPAN, 30, 10)
     pq.remove_messages([MessageExt("T", b"x", queue_offset=0)])
     assert flow_control(pq, limits, orderly=False) is None

@@ -148,7 +148,7 @@ async def test_seek_discards_buffered_messages_of_that_queue(
             consumer.seek(a0, -1)
 
 
-async def test_seek_to_begin_end_and_timestamp(
+async def test_seek_to_beginning_end_and_timestamp(
     cluster: Cluster, make_lite: MakeLite, autojump_clock: trio.testing.MockClock
 ) -> None:
     a0 = cluster.queues()[0]
@@ -158,7 +158,7 @@ async def test_seek_to_begin_end_and_timestamp(
     async with make_lite(consume_from_where="CONSUME_FROM_LAST_OFFSET") as consumer:
         consumer.assign([a0])
         assert await consumer.poll(timeout=2) == []  # starts at the end
-        await consumer.seek_to_begin(a0)
+        await consumer.seek_to_beginning(a0)
         assert offsets_of(await poll_until(consumer, 5)) == [0, 1, 2, 3, 4]
         await consumer.seek_to_timestamp(a0, 2_500)
         assert offsets_of(await poll_until(consumer, 3)) == [2, 3, 4]
@@ -167,6 +167,9 @@ async def test_seek_to_begin_end_and_timestamp(
         assert await consumer.poll(timeout=2) == []
         cluster.put(a0, 1)
         assert offsets_of(await poll_until(consumer, 1)) == [5]
+        with pytest.warns(DeprecationWarning, match="use seek_to_beginning"):
+            await consumer.seek_to_begin(a0)  # the old name still seeks
+        assert offsets_of(await poll_until(consumer, 6)) == [0, 1, 2, 3, 4, 5]
 
 
 async def test_pause_stops_pulling_and_hides_messages_until_resume(
@@ -198,7 +201,9 @@ async def test_flow_control_per_queue_and_for_all(
     a0, a1, _, _ = cluster.queues()
     cluster.put(a0, 100)
     cluster.put(a1, 100)
-    async with make_lite(pull_threshold_for_queue=20, pull_threshold_for_all=35) as consumer:
+    async with make_lite(
+        flow_limits=FlowLimits(pull_threshold_for_queue=20, pull_threshold_for_all=35)
+    ) as consumer:
         consumer.assign([a0, a1])
         await trio.sleep(30)
 

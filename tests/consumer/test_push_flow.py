@@ -136,7 +136,7 @@ async def test_span_limit_pauses_pulling_while_cached_offsets_spread_too_far(
     low, high = trio.Event(), trio.Event()
     recorder.hook = block_offsets({0: low, 150: high})
     cluster.put(a0, 300)
-    limits = FlowLimits(consume_concurrently_max_span=100)
+    limits = FlowLimits(consume_max_span=100)
     async with make_consumer(consume_from_where=FIRST, flow_limits=limits) as consumer:
         await cluster.wait_until(lambda: len(recorder.messages) == 160)  # 5 pulls of 32
         await cluster.wait_until(lambda: stats(consumer, a0).cached_count == 2)
@@ -174,7 +174,7 @@ async def test_default_span_limit_is_2000(
     recorder.hook = block_offsets({0: low, 2001: high})
     cluster.put(a0, 2100)
     async with make_consumer(consume_from_where=FIRST, pull_batch_size=500) as consumer:
-        assert consumer.flow_limits.consume_concurrently_max_span == 2000
+        assert consumer.flow_limits.consume_max_span == 2000
         await cluster.wait_until(lambda: stats(consumer, a0).cached_count == 2)
         assert stats(consumer, a0).max_span == 2001
         assert stats(consumer, a0).paused_by_flow_control == "SPAN"

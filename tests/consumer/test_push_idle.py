@@ -71,7 +71,7 @@ async def test_slow_listeners_do_not_make_queues_drop_and_pull_again(
         await trio.sleep(5)
 
     recorder.hook = slow
-    limits = FlowLimits(pull_threshold_for_queue=20_000, consume_concurrently_max_span=65535)
+    limits = FlowLimits(pull_threshold_for_queue=20_000, consume_max_span=65535)
     async with make_consumer(
         consume_concurrency=1, flow_limits=limits, persist_interval=3600, consume_from_where=FIRST
     ):

@@ -102,11 +102,15 @@ class Member:
         sync: the blocking bridge.
         result: a callable (a dotted name: ``dataclasses.replace``) applied to the trio method's
             result (``direct`` / ``read`` methods only).
+        deprecated: the method is a deprecated alias: the facade warns with this message (a
+            DeprecationWarning at its caller) and calls the trio class's ``_<name>``, the alias's
+            implementation, which does not warn (methods only).
     """
 
     aio: Bridge = field(default_factory=Bridge)
     sync: Bridge = field(default_factory=Bridge)
     result: str | None = None
+    deprecated: str | None = None
 
 
 @dataclass(frozen=True)
@@ -646,6 +650,8 @@ def _method(facade: Facade, name: str, trio_cls: type[Any], member: Member, impo
     raw = inspect.getattr_static(trio_cls, name)
     where = f"{trio_cls.__name__}.{name}"
     note = bridge.note
+    if member.deprecated is not None and (isinstance(raw, property) or not hasattr(trio_cls, f"_{name}")):
+        raise DescriptionError(f"{where}: a deprecated alias is a method with an implementation _{name}")
     if isinstance(raw, property):
         kind = bridge.kind if bridge.kind != "auto" else "property"
         if raw.fset is not None or raw.fget is None:
@@ -679,11 +685,14 @@ def _method(facade: Facade, name: str, trio_cls: type[Any], member: Member, impo
     if bridge.on_lost is not None and kind != "await":
         raise DescriptionError(f"{where}: on_lost is for the asyncio facade (a cancelled caller)")
     sig = _signature(fn, imports)
-    target = f"self._client.{name}"
+    target = f"self._client.{name}" if member.deprecated is None else f"self._client._{name}"
     args = sig.arguments(bridge.adapt)
     returns_none = sig.returns == "None"
     lead = "" if returns_none else "return "
     lines: list[str] = []
+    if member.deprecated is not None:
+        imports.names.setdefault("warnings", ("warnings", None, None))
+        lines.append(f"warnings.warn({member.deprecated!r}, DeprecationWarning, stacklevel=2)")
     if member.result is not None:
         if kind not in ("direct", "read"):
             raise DescriptionError(f"{where}: a result adapter needs a direct or read bridge")

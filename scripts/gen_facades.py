@@ -150,6 +150,23 @@ ON_LOOP_NOTE: Final = (
     "client's loop; a plain function is called as in the trio API."
 )
 
+
+def _handler_deprecated(cls: str, name: str, request: str) -> str:
+    """The warning of a deprecated broker-request entry point (as the trio class words it)."""
+    return (
+        f"{cls}.{name}() is deprecated and will be removed: only the broker's {request} request "
+        f"calls it (privately, as {cls}._{name})"
+    )
+
+
+def _rebalance_deprecated(cls: str) -> str:
+    """The warning of a consumer's deprecated ``rebalance()`` (as the trio class words it)."""
+    return (
+        f"{cls}.rebalance() is deprecated and will be removed: the consumer rebalances on its own "
+        "(every rebalance_interval seconds, and at once when the group's members change)"
+    )
+
+
 CLIENTS: Final[Mapping[str, Client]] = {
     "Producer": Client(
         trio="rocketmq_py.producer._producer:Producer",
@@ -266,16 +283,28 @@ Args: as :class:`rocketmq_py.PushConsumer`.
             "subscribe": AUTO,
             "register_listener": Member(aio=Bridge(adapt={"listener": "self._on_loop"}, note=ON_LOOP_NOTE)),
             "client_id": Member(sync=Bridge("read_property")),
-            "owned_queues": AUTO,
+            "assignment": AUTO,
+            "owned_queues": Member(
+                deprecated="PushConsumer.owned_queues() is deprecated: use sorted(PushConsumer.assignment())"
+            ),
             "statistics": IN_LOOP,
             "pop_statistics": IN_LOOP,
-            "rebalance": AUTO,
+            "rebalance": Member(deprecated=_rebalance_deprecated("PushConsumer")),
             "broadcasting": AUTO,
             "consumed": AUTO,
             "failed": AUTO,
-            "running_info": IN_LOOP,
-            "reset_offsets": AUTO,
-            "consume_directly": AUTO,
+            "running_info": Member(
+                sync=Bridge("call_sync"),
+                deprecated=_handler_deprecated("PushConsumer", "running_info", "GET_CONSUMER_RUNNING_INFO"),
+            ),
+            "reset_offsets": Member(
+                deprecated=_handler_deprecated(
+                    "PushConsumer", "reset_offsets", "RESET_CONSUMER_CLIENT_OFFSET"
+                )
+            ),
+            "consume_directly": Member(
+                deprecated=_handler_deprecated("PushConsumer", "consume_directly", "CONSUME_MESSAGE_DIRECTLY")
+            ),
         },
     ),
     "LitePullConsumer": Client(
@@ -334,7 +363,7 @@ Args: as :class:`rocketmq_py.LitePullConsumer`.
             "broadcasting": AUTO,
             "assignment": AUTO,
             "fetch_message_queues": AUTO,
-            "rebalance": AUTO,
+            "rebalance": Member(deprecated=_rebalance_deprecated("LitePullConsumer")),
             "poll": Member(aio=Bridge(on_lost="self._unpoll")),
             "getmany": Member(aio=Bridge(on_lost="self._ungetmany")),
             "__aiter__": HAND,
@@ -351,8 +380,17 @@ Args: as :class:`rocketmq_py.LitePullConsumer`.
             "seek_to_end": AUTO,
             "seek_to_timestamp": AUTO,
             "offset_for_timestamp": AUTO,
-            "running_info": IN_LOOP,
-            "reset_offsets": AUTO,
+            "running_info": Member(
+                sync=Bridge("call_sync"),
+                deprecated=_handler_deprecated(
+                    "LitePullConsumer", "running_info", "GET_CONSUMER_RUNNING_INFO"
+                ),
+            ),
+            "reset_offsets": Member(
+                deprecated=_handler_deprecated(
+                    "LitePullConsumer", "reset_offsets", "RESET_CONSUMER_CLIENT_OFFSET"
+                )
+            ),
             "committed": AUTO,
             "commit": AUTO,
         },

@@ -41,7 +41,7 @@ def event(text: str) -> None:
 async def report_owned(consumer: PushConsumer, topic: str) -> None:
     last: str | None = None
     while True:
-        owned = [f"{q.broker_name}:{q.queue_id}" for q in consumer.owned_queues() if q.topic == topic]
+        owned = [f"{q.broker_name}:{q.queue_id}" for q in sorted(consumer.assignment()) if q.topic == topic]
         now = f"{len(owned)} {','.join(owned)}"
         if now != last:
             event(f"owned {now}")

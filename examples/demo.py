@@ -92,7 +92,7 @@ class Group:
         return listener
 
     def allocation(self) -> list[list[MessageQueue]]:
-        return [[q for q in c.owned_queues() if q.topic == self.topic] for c in self.consumers]
+        return [[q for q in sorted(c.assignment()) if q.topic == self.topic] for c in self.consumers]
 
     def settled(self, queues: int) -> bool:
         owned = self.allocation()

@@ -79,7 +79,7 @@ class RebalanceReporter:
 async def report_owned(consumer: PushConsumer, topic: str) -> None:
     last: list[list[object]] | None = None
     while True:
-        owned = [[q.broker_name, q.queue_id] for q in consumer.owned_queues() if q.topic == topic]
+        owned = [[q.broker_name, q.queue_id] for q in sorted(consumer.assignment()) if q.topic == topic]
         if owned != last:
             emit("owned", queues=owned)
             last = owned

@@ -81,12 +81,12 @@ async def wait_until(predicate: Callable[[], bool]) -> None:
 
 async def committed(pc: PushConsumer, topic: str) -> int:
     """The group's offsets of ``topic`` as the brokers store them, summed over the topic's queues."""
-    routes, total = pc.instance.routes, 0
+    routes, total = pc._client_instance.routes, 0
     for mq in await routes.subscribe_queues(topic):
         address = await routes.require_master(topic, mq.broker_name)
         total += max(
             0,
-            await pc.instance.api.query_consumer_offset(
+            await pc._client_instance.api.query_consumer_offset(
                 address, pc.group, topic, mq.queue_id, mq.broker_name
             ),
         )
@@ -149,7 +149,7 @@ async def test_mqadmin_consumer_status_and_progress_show_our_consumer(
         status = (await mqadmin(cluster, "consumerStatus", "-g", group, "-i", pc.client_id)).output
         listing = (await mqadmin(cluster, "consumerStatus", "-g", group)).output
         progress = (await mqadmin(cluster, "consumerProgress", "-g", group, "-s", "true")).output
-        owned = pc.owned_queues()
+        owned = sorted(pc.assignment())
         client_id = pc.client_id
 
     # consumerStatus -i: our properties, subscriptions and one ProcessQueueInfo per owned queue.
@@ -233,7 +233,7 @@ async def test_reset_offset_by_time_sent_to_the_client_resets_a_running_consumer
             received.append(request)
             return await handler(request)
 
-        pc.instance.register_handler(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, recording)
+        pc._client_instance.register_handler(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, recording)
         await produce(cluster, topic, [f"old-{i}" for i in range(6)])
         with trio.fail_after(30):
             await wait_until(lambda: len(got) >= 6)
@@ -292,8 +292,8 @@ async def test_group_inspect_healthy_group(
         with trio.fail_after(60):
             await wait_until(
                 lambda: (
-                    len([q for q in one.owned_queues() + two.owned_queues() if q.topic == topic]) == 8
-                    and len(one.owned_queues()) == len(two.owned_queues())
+                    len([q for q in [*one.assignment(), *two.assignment()] if q.topic == topic]) == 8
+                    and len(one.assignment()) == len(two.assignment())
                 )
             )
         await wait_report(cluster, group, topic, lambda r: r.healthy and len(r.consumer_ids) == 2)
@@ -326,8 +326,8 @@ async def test_group_inspect_flags_two_strategies_in_one_group(
         with trio.fail_after(60):
             await wait_until(
                 lambda: (
-                    len([q for q in avg.owned_queues() if q.topic == topic]) == 4
-                    and len([q for q in circle.owned_queues() if q.topic == topic]) == 4
+                    len([q for q in avg.assignment() if q.topic == topic]) == 4
+                    and len([q for q in circle.assignment() if q.topic == topic]) == 4
                 )
             )
         flagged = {"shared-queue", "unowned-queue", "strategy-differs", "allocation-differs"}
@@ -336,8 +336,8 @@ async def test_group_inspect_flags_two_strategies_in_one_group(
         report = json.loads(capsys.readouterr().out)
         assert await cli("-n", cluster.namesrv_addr, "group", "inspect", group, topic) == EXIT_OK
         text = capsys.readouterr().out
-        mine = {(q.broker_name, q.queue_id) for q in avg.owned_queues() if q.topic == topic}
-        theirs = {(q.broker_name, q.queue_id) for q in circle.owned_queues() if q.topic == topic}
+        mine = {(q.broker_name, q.queue_id) for q in avg.assignment() if q.topic == topic}
+        theirs = {(q.broker_name, q.queue_id) for q in circle.assignment() if q.topic == topic}
         expected_strategies = {avg.client_id: "AVG", circle.client_id: "AVG_BY_CIRCLE"}
     assert code == EXIT_OK
     assert report["healthy"] is False

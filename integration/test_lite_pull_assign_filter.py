@@ -45,7 +45,7 @@ async def test_assign_with_tag_expression_polls_only_that_tag(
         with trio.move_on_after(3):  # anything else would come now
             while True:
                 got.extend(await consumer.poll(timeout=1))
-        info = consumer.running_info()
+        info = consumer._running_info()
     assert {m.tags for m in got} == {"a"}
     assert Counter(m.msg_id for m in got) == Counter(sent["a"])  # each "a" once, no "b"
     assert [(s.topic, s.sub_string) for s in info.subscription_set] == [(topic, "a")]

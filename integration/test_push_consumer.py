@@ -356,14 +356,14 @@ async def test_consume_from_timestamp_searches_by_store_time_and_keeps_javas_fre
             for queue_id in range(4):
                 mq = MessageQueue(topic, broker.name, queue_id)
                 found = await offset_for_timestamp(
-                    consumer.instance.api, broker.address, mq, start * 1000, group=consumer.group
+                    consumer._client_instance.api, broker.address, mq, start * 1000, group=consumer.group
                 )
                 queue = (broker.name, queue_id)
                 assert found == first_after.get(queue, sizes[queue]), queue
                 # Past the last message: the end of the queue (4.x alone would say the last message).
                 later = start * 1000 + 3_600_000
                 end = await offset_for_timestamp(
-                    consumer.instance.api, broker.address, mq, later, group=consumer.group
+                    consumer._client_instance.api, broker.address, mq, later, group=consumer.group
                 )
                 assert end == sizes[queue], queue
         with trio.fail_after(30):

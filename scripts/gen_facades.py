@@ -106,12 +106,16 @@ class Member:
             (``DeprecationWarning`` at the caller's line, "<Class>.<old> is deprecated; use <new>",
             the trio alias's own message) and then bridges the new name, with the alias's
             signature and docstring, so the trio alias is not called and does not warn again.
+        deprecated: the method is a deprecated alias: the facade warns with this message (a
+            DeprecationWarning at its caller) and calls the trio class's ``_<name>``, the alias's
+            implementation, which does not warn (methods only).
     """
 
     aio: Bridge = field(default_factory=Bridge)
     sync: Bridge = field(default_factory=Bridge)
     result: str | None = None
     alias_of: str | None = None
+    deprecated: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,23 @@ ON_LOOP_NOTE: Final = (
     "In :mod:`rocketmq_py.aio` an ``async def`` callback is an asyncio coroutine, run on the "
     "client's loop; a plain function is called as in the trio API."
 )
+
+
+def _handler_deprecated(cls: str, name: str, request: str) -> str:
+    """The warning of a deprecated broker-request entry point (as the trio class words it)."""
+    return (
+        f"{cls}.{name}() is deprecated and will be removed: only the broker's {request} request "
+        f"calls it (privately, as {cls}._{name})"
+    )
+
+
+def _rebalance_deprecated(cls: str) -> str:
+    """The warning of a consumer's deprecated ``rebalance()`` (as the trio class words it)."""
+    return (
+        f"{cls}.rebalance() is deprecated and will be removed: the consumer rebalances on its own "
+        "(every rebalance_interval seconds, and at once when the group's members change)"
+    )
+
 
 CLIENTS: Final[Mapping[str, Client]] = {
     "Producer": Client(
@@ -267,16 +288,28 @@ Args: as :class:`rocketmq_py.PushConsumer`.
             "subscribe": AUTO,
             "register_listener": Member(aio=Bridge(adapt={"listener": "self._on_loop"}, note=ON_LOOP_NOTE)),
             "client_id": Member(sync=Bridge("read_property")),
-            "owned_queues": AUTO,
+            "assignment": AUTO,
+            "owned_queues": Member(
+                deprecated="PushConsumer.owned_queues() is deprecated: use sorted(PushConsumer.assignment())"
+            ),
             "statistics": IN_LOOP,
             "pop_statistics": IN_LOOP,
-            "rebalance": AUTO,
+            "rebalance": Member(deprecated=_rebalance_deprecated("PushConsumer")),
             "broadcasting": AUTO,
             "consumed": AUTO,
             "failed": AUTO,
-            "running_info": IN_LOOP,
-            "reset_offsets": AUTO,
-            "consume_directly": AUTO,
+            "running_info": Member(
+                sync=Bridge("call_sync"),
+                deprecated=_handler_deprecated("PushConsumer", "running_info", "GET_CONSUMER_RUNNING_INFO"),
+            ),
+            "reset_offsets": Member(
+                deprecated=_handler_deprecated(
+                    "PushConsumer", "reset_offsets", "RESET_CONSUMER_CLIENT_OFFSET"
+                )
+            ),
+            "consume_directly": Member(
+                deprecated=_handler_deprecated("PushConsumer", "consume_directly", "CONSUME_MESSAGE_DIRECTLY")
+            ),
         },
     ),
     "LitePullConsumer": Client(
@@ -337,7 +370,7 @@ Args: as :class:`rocketmq_py.LitePullConsumer`.
             # Deprecated (trio property warns; reading it is thread-safe: never in the loop thread).
             "pull_threshold_for_all": Member(sync=Bridge("property")),
             "fetch_message_queues": AUTO,
-            "rebalance": AUTO,
+            "rebalance": Member(deprecated=_rebalance_deprecated("LitePullConsumer")),
             "poll": Member(aio=Bridge(on_lost="self._unpoll")),
             "getmany": Member(aio=Bridge(on_lost="self._ungetmany")),
             "__aiter__": HAND,
@@ -355,8 +388,17 @@ Args: as :class:`rocketmq_py.LitePullConsumer`.
             "seek_to_end": AUTO,
             "seek_to_timestamp": AUTO,
             "offset_for_timestamp": AUTO,
-            "running_info": IN_LOOP,
-            "reset_offsets": AUTO,
+            "running_info": Member(
+                sync=Bridge("call_sync"),
+                deprecated=_handler_deprecated(
+                    "LitePullConsumer", "running_info", "GET_CONSUMER_RUNNING_INFO"
+                ),
+            ),
+            "reset_offsets": Member(
+                deprecated=_handler_deprecated(
+                    "LitePullConsumer", "reset_offsets", "RESET_CONSUMER_CLIENT_OFFSET"
+                )
+            ),
             "committed": AUTO,
             "commit": AUTO,
         },
@@ -656,6 +698,8 @@ def _method(
     raw = inspect.getattr_static(trio_cls, name)
     where = f"{trio_cls.__name__}.{name}"
     note = bridge.note
+    if member.deprecated is not None and (isinstance(raw, property) or not hasattr(trio_cls, f"_{name}")):
+        raise DescriptionError(f"{where}: a deprecated alias is a method with an implementation _{name}")
     if isinstance(raw, property):
         kind = bridge.kind if bridge.kind != "auto" else "property"
         if raw.fset is not None or raw.fget is None:
@@ -689,7 +733,7 @@ def _method(
     if bridge.on_lost is not None and kind != "await":
         raise DescriptionError(f"{where}: on_lost is for the asyncio facade (a cancelled caller)")
     sig = _signature(fn, imports)
-    target = f"self._client.{name}"
+    target = f"self._client.{name}" if member.deprecated is None else f"self._client._{name}"
     args = sig.arguments(bridge.adapt)
     returns_none = sig.returns == "None"
     lead = "" if returns_none else "return "
@@ -704,6 +748,9 @@ def _method(
         message = f"{client_name}.{name} is deprecated; use {member.alias_of}"
         lines.append(f"warnings.warn({message!r}, DeprecationWarning, stacklevel=2)")
         target = f"self._client.{member.alias_of}"
+    if member.deprecated is not None:
+        imports.names.setdefault("warnings", ("warnings", None, None))
+        lines.append(f"warnings.warn({member.deprecated!r}, DeprecationWarning, stacklevel=2)")
     if member.result is not None:
         if kind not in ("direct", "read"):
             raise DescriptionError(f"{where}: a result adapter needs a direct or read bridge")

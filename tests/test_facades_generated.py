@@ -87,3 +87,32 @@ def test_an_alias_of_a_method_with_another_signature_stops_the_generator(
         gen.DescriptionError, match="an alias of seek_to_timestamp, which has another signature"
     ):
         gen.render(gen.FACADES[0])
+
+
+def test_a_deprecated_alias_warns_at_its_caller_and_calls_the_trio_implementation(gen: ModuleType) -> None:
+    text = gen.render(gen.FACADES[1])
+    alias = text[text.index("    def owned_queues(") :]
+    alias = alias[: alias.index("\n    def ", 1)]
+    assert "warnings.warn(" in alias
+    assert "DeprecationWarning" in alias
+    assert "stacklevel=2" in alias
+    assert "use sorted(PushConsumer.assignment())" in alias
+    assert "self._read(self._client._owned_queues)" in alias  # the implementation: no second warning
+    assert "\nimport warnings\n" in text
+
+
+@pytest.mark.parametrize("name", ["client_id", "register_listener"])
+def test_a_deprecated_alias_needs_a_private_implementation_method(
+    gen: ModuleType, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    push = gen.CLIENTS["PushConsumer"]
+    members = {
+        **push.members,
+        name: gen.Member(deprecated="old"),
+    }  # a property; a method with no _register_listener
+    monkeypatch.setattr(
+        gen, "CLIENTS", {**gen.CLIENTS, "PushConsumer": dataclasses.replace(push, members=members)}
+    )
+
+    with pytest.raises(gen.DescriptionError, match=rf"PushConsumer\.{name}: a deprecated alias is a method"):
+        gen.render(gen.FACADES[0])

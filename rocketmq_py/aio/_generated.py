@@ -436,9 +436,21 @@ class PushConsumer(PushConsumerBase):
         """``ip@instance``: how the brokers know this member."""
         return self._client.client_id
 
+    def assignment(self) -> frozenset[MessageQueue]:
+        """The queues this member consumes now: those it pulls and those it pops (POP consumption).
+
+        A new set at each call, as ``LitePullConsumer.assignment()``; ``sorted()`` orders it.
+        """
+        return self._client.assignment()
+
     def owned_queues(self) -> list[MessageQueue]:
-        """The queues this member currently pulls (or pops), sorted."""
-        return self._client.owned_queues()
+        """Deprecated: ``sorted(consumer.assignment())``. The queues this member pulls (or pops), sorted."""
+        warnings.warn(
+            "PushConsumer.owned_queues() is deprecated: use sorted(PushConsumer.assignment())",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._client._owned_queues()
 
     def statistics(self) -> list[QueueStatistics]:
         """Per owned queue: cache, flow control, lock, pull/consume times and the committed offset.
@@ -454,8 +466,15 @@ class PushConsumer(PushConsumerBase):
         return self._client.pop_statistics()
 
     async def rebalance(self) -> None:
-        """Rebalance every subscribed topic now (errors are logged; the next round retries)."""
-        await self._call(self._client.rebalance)
+        """Deprecated: rebalance every subscribed topic now (the rebalance loop does, on its own and
+        at once when a broker says the group's members changed).
+        """
+        warnings.warn(
+            "PushConsumer.rebalance() is deprecated and will be removed: the consumer rebalances on its own (every rebalance_interval seconds, and at once when the group's members change)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        await self._call(self._client._rebalance)
 
     @property
     def broadcasting(self) -> bool:
@@ -473,26 +492,42 @@ class PushConsumer(PushConsumerBase):
         return self._client.failed
 
     def running_info(self) -> ConsumerRunningInfo:
-        """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``)."""
-        return self._client.running_info()
+        """Deprecated: what GET_CONSUMER_RUNNING_INFO answers (the broker's request calls it).
+
+        ``mqadmin consumerStatus`` and ``rocketmq-py group inspect`` ask for it; in a program,
+        ``assignment()`` shows the queues.
+        """
+        warnings.warn(
+            "PushConsumer.running_info() is deprecated and will be removed: only the broker's GET_CONSUMER_RUNNING_INFO request calls it (privately, as PushConsumer._running_info)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._client._running_info()
 
     async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
-        """Restart the owned queues of ``topic`` named in ``offsets`` from those offsets.
+        """Deprecated: answers RESET_CONSUMER_CLIENT_OFFSET (the broker's request calls it).
 
-        Java ``resetOffset`` (RESET_CONSUMER_CLIENT_OFFSET, e.g. ``mqadmin resetOffsetByTime``):
-        their pulls stop and their caches are dropped (results of listener calls still running
-        are not committed), the new offsets are written to the offset store and committed
-        synchronously to the broker (or the local file), locks are released, and a rebalance
-        starts the queues again from the new offsets. Queues we do not own are left alone (their
-        owners get the same request).
+        ``mqadmin resetOffsetByTime`` sends the request to every member of the group.
         """
-        await self._call(self._client.reset_offsets, topic, offsets)
+        warnings.warn(
+            "PushConsumer.reset_offsets() is deprecated and will be removed: only the broker's RESET_CONSUMER_CLIENT_OFFSET request calls it (privately, as PushConsumer._reset_offsets)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        await self._call(self._client._reset_offsets, topic, offsets)
 
     async def consume_directly(
         self, msg: MessageExt, broker_name: str | None
     ) -> ConsumeMessageDirectlyResult:
-        """CONSUME_MESSAGE_DIRECTLY: call the listener once with ``[msg]`` (no retry, no send-back)."""
-        return await self._call(self._client.consume_directly, msg, broker_name)
+        """Deprecated: CONSUME_MESSAGE_DIRECTLY calls the listener once with ``[msg]`` (the broker's
+        request calls it: ``mqadmin queryMsgById -d``).
+        """
+        warnings.warn(
+            "PushConsumer.consume_directly() is deprecated and will be removed: only the broker's CONSUME_MESSAGE_DIRECTLY request calls it (privately, as PushConsumer._consume_directly)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return await self._call(self._client._consume_directly, msg, broker_name)
 
 
 class LitePullConsumer(LitePullConsumerBase):
@@ -653,8 +688,15 @@ class LitePullConsumer(LitePullConsumerBase):
         return await self._call(self._client.fetch_message_queues, topic)
 
     async def rebalance(self) -> None:
-        """Rebalance every subscribed topic now (errors are logged; the next round retries)."""
-        await self._call(self._client.rebalance)
+        """Deprecated: rebalance every subscribed topic now (the rebalance loop does, on its own and
+        at once when a broker says the group's members changed).
+        """
+        warnings.warn(
+            "LitePullConsumer.rebalance() is deprecated and will be removed: the consumer rebalances on its own (every rebalance_interval seconds, and at once when the group's members change)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        await self._call(self._client._rebalance)
 
     async def poll(self, timeout: float = POLL_TIMEOUT_MS / 1000) -> list[MessageExt]:
         """The next batch of one queue (at most ``pull_batch_size`` messages), in offset order.
@@ -741,24 +783,29 @@ class LitePullConsumer(LitePullConsumerBase):
         return await self._call(self._client.offset_for_timestamp, mq, timestamp_ms)
 
     def running_info(self) -> ConsumerRunningInfo:
-        """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``).
+        """Deprecated: what GET_CONSUMER_RUNNING_INFO answers (the broker's request calls it).
 
-        Properties, subscriptions and one line per assigned queue: its buffered messages, last
-        pull and last poll, and the offset held in the offset store (committed, or about to be).
-        No rates (``statusTable``): Java's lite consumer sends none either.
+        ``mqadmin consumerStatus`` and ``rocketmq-py group inspect`` ask for it; in a program,
+        ``assignment()`` shows the queues.
         """
-        return self._client.running_info()
+        warnings.warn(
+            "LitePullConsumer.running_info() is deprecated and will be removed: only the broker's GET_CONSUMER_RUNNING_INFO request calls it (privately, as LitePullConsumer._running_info)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._client._running_info()
 
     async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
-        """RESET_CONSUMER_CLIENT_OFFSET (e.g. ``mqadmin resetOffsetByTime``): seek and commit.
+        """Deprecated: answers RESET_CONSUMER_CLIENT_OFFSET (the broker's request calls it).
 
-        Each assigned queue of ``topic`` named in ``offsets`` is sought there (its buffered
-        messages are discarded, its next pull and consumed offset move) and the offset is written
-        to the broker (or the local file) at once, even without auto-commit. Queues assigned to
-        other members are left alone (their owners get the same request). A failed write is
-        logged: the next auto-commit (or :meth:`commit`) writes it again.
+        ``mqadmin resetOffsetByTime`` sends the request to every member of the group.
         """
-        await self._call(self._client.reset_offsets, topic, offsets)
+        warnings.warn(
+            "LitePullConsumer.reset_offsets() is deprecated and will be removed: only the broker's RESET_CONSUMER_CLIENT_OFFSET request calls it (privately, as LitePullConsumer._reset_offsets)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        await self._call(self._client._reset_offsets, topic, offsets)
 
     async def committed(self, mq: MessageQueue) -> int:
         """The group's committed offset of ``mq`` as stored (broker, or local file); -1 if none."""

@@ -310,7 +310,7 @@ class LitePullConsumer(GroupMember):
     async def _start(self, nursery: trio.Nursery) -> None:
         if self.auto_commit:
             nursery.start_soon(self._auto_commit_loop)
-        await nursery.start(self._watcher.run, self.instance.routes)
+        await nursery.start(self._watcher.run, self._client_instance.routes)
 
     def _started(self) -> None:
         if self._mode == "assign":
@@ -445,8 +445,10 @@ class LitePullConsumer(GroupMember):
         """
         self._running()
         mq = self._wire_queue(mq)
-        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
-        self.seek(mq, await self.instance.api.get_min_offset(address, mq.topic, mq.queue_id, mq.broker_name))
+        address = await self._client_instance.routes.require_master(mq.topic, mq.broker_name)
+        self.seek(
+            mq, await self._client_instance.api.get_min_offset(address, mq.topic, mq.queue_id, mq.broker_name)
+        )
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         """Deprecated: :meth:`seek_to_beginning`, the same seek under aiokafka's name."""
@@ -457,8 +459,10 @@ class LitePullConsumer(GroupMember):
         """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""
         self._running()
         mq = self._wire_queue(mq)
-        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
-        self.seek(mq, await self.instance.api.get_max_offset(address, mq.topic, mq.queue_id, mq.broker_name))
+        address = await self._client_instance.routes.require_master(mq.topic, mq.broker_name)
+        self.seek(
+            mq, await self._client_instance.api.get_max_offset(address, mq.topic, mq.queue_id, mq.broker_name)
+        )
 
     async def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> None:
         """Seek to the first message stored at or after ``timestamp_ms`` (SEARCH_OFFSET_BY_TIMESTAMP)."""
@@ -472,14 +476,16 @@ class LitePullConsumer(GroupMember):
         stored timestamps near it).
         """
         mq = self._wire_queue(mq)
-        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
-        return await offset_for_timestamp(self.instance.api, address, mq, timestamp_ms, group=self.group)
+        address = await self._client_instance.routes.require_master(mq.topic, mq.broker_name)
+        return await offset_for_timestamp(
+            self._client_instance.api, address, mq, timestamp_ms, group=self.group
+        )
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The readable queues of ``topic`` from its route, sorted (for :meth:`assign`)."""
         validate_topic(topic)
         topic = wrap_name(self.namespace, topic)
-        routes = self.instance.routes
+        routes = self._client_instance.routes
         routes.use_topic(topic)
         return self._user_queues(sort_queues(await routes.subscribe_queues(topic)))
 
@@ -488,9 +494,9 @@ class LitePullConsumer(GroupMember):
     async def committed(self, mq: MessageQueue) -> int:
         """The group's committed offset of ``mq`` as stored (broker, or local file); -1 if none."""
         mq = self._wire_queue(mq)
-        offset = await self.offsets.read_from_broker(mq)
+        offset = await self._offset_store.read_from_broker(mq)
         if mq not in self._queues:
-            self.offsets.remove(mq)  # reading is not owning: keep it out of the auto-commits
+            self._offset_store.remove(mq)  # reading is not owning: keep it out of the auto-commits
         return offset
 
     async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
@@ -508,7 +514,7 @@ class LitePullConsumer(GroupMember):
             for state in list(self._queues.values()):
                 await self._commit_state(state, quiet=False)
             return
-        store = self.offsets
+        store = self._offset_store
         for user_mq, offset in offsets.items():
             mq = self._wire_queue(user_mq)
             store.update(mq, offset, increase_only=False)
@@ -517,8 +523,8 @@ class LitePullConsumer(GroupMember):
     def _pull_parts(self) -> LitePullParts:
         """What a queue's pull task works with (the consumer is started: it has an instance)."""
         return LitePullParts(
-            instance=self.instance,
-            offsets=self.offsets,
+            instance=self._client_instance,
+            offsets=self._offset_store,
             group=self.group,
             namespace=self.namespace,
             consume_from_where=self.consume_from_where,
@@ -535,7 +541,7 @@ class LitePullConsumer(GroupMember):
         await self._commit_state(state, quiet=True)
 
     async def _commit_state(self, state: LiteQueue, *, quiet: bool) -> None:
-        store = self.offsets
+        store = self._offset_store
         if self.auto_commit or not quiet:
             store.update(state.mq, state.consumed, increase_only=False)
         if store.get(state.mq) < 0:
@@ -550,7 +556,7 @@ class LitePullConsumer(GroupMember):
     async def _auto_commit_loop(self) -> None:
         while True:
             await trio.sleep(self.auto_commit_interval)
-            store = self.offsets
+            store = self._offset_store
             for state in list(self._queues.values()):
                 if state.consumed >= 0:
                     store.update(state.mq, state.consumed, increase_only=False)
@@ -576,7 +582,7 @@ class LitePullConsumer(GroupMember):
     async def _commit_released(self, state: LiteQueue) -> None:
         await self._commit_state(state, quiet=True)
         if state.mq not in self._queues:
-            self.offsets.remove(state.mq)
+            self._offset_store.remove(state.mq)
 
     def _add(self, mq: MessageQueue, start_after: float | None = None) -> None:
         state = LiteQueue(mq)
@@ -594,7 +600,7 @@ class LitePullConsumer(GroupMember):
                 nursery.start_soon(self._commit_released, state)
         for mq in self._assigned:
             if mq not in self._queues:
-                self.instance.routes.use_topic(mq.topic)
+                self._client_instance.routes.use_topic(mq.topic)
                 self._add(mq)
 
     def _rebalances(self) -> bool:
@@ -625,7 +631,7 @@ class LitePullConsumer(GroupMember):
 
     # --- answering the broker (GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET) ------
 
-    def running_info(self) -> ConsumerRunningInfo:
+    def _running_info(self) -> ConsumerRunningInfo:
         """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``).
 
         Properties, subscriptions and one line per assigned queue: its buffered messages, last
@@ -642,9 +648,9 @@ class LitePullConsumer(GroupMember):
             poll_timeout_ms=POLL_TIMEOUT_MS,
             topic_metadata_check_interval=self.topic_metadata_check_interval,
         )
-        return lite_running_info(properties, self._queues, self.offsets, self._subscriptions.values())
+        return lite_running_info(properties, self._queues, self._offset_store, self._subscriptions.values())
 
-    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+    async def _reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET (e.g. ``mqadmin resetOffsetByTime``): seek and commit.
 
         Each assigned queue of ``topic`` named in ``offsets`` is sought there (its buffered
@@ -656,7 +662,7 @@ class LitePullConsumer(GroupMember):
         if self.namespace is not None:  # the broker's names stay as they are (wrapping is idempotent)
             topic = wrap_name(self.namespace, topic)
             offsets = {self._wire_queue(mq): offset for mq, offset in offsets.items()}
-        await reset_lite_offsets(self.group, self._queues, self.seek, self.offsets, topic, offsets)
+        await reset_lite_offsets(self.group, self._queues, self.seek, self._offset_store, topic, offsets)
 
 
 def _lite_flow_limits(flow_limits: FlowLimits | None, old: Mapping[str, int | None]) -> FlowLimits:

@@ -34,6 +34,7 @@ import trio
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
+from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.consumer._allocate import AllocateStrategy, get_strategy
 from rocketmq_py.consumer._broker_requests import install_command_handlers
@@ -183,11 +184,11 @@ class GroupMember:
     @property
     def client_id(self) -> str:
         """``ip@instance``: how the brokers know this member."""
-        return self.instance.client_id
+        return self._client_instance.client_id
 
     @property
-    def instance(self) -> ClientInstance:
-        """The running client instance.
+    def _client_instance(self) -> ClientInstance:
+        """The running client instance (connections, routes, heartbeats).
 
         Raises:
             StateError: the consumer is not started.
@@ -199,7 +200,7 @@ class GroupMember:
         return self._instance
 
     @property
-    def offsets(self) -> OffsetStore:
+    def _offset_store(self) -> OffsetStore:
         """The group's offset store (the brokers', or a local file when broadcasting).
 
         Raises:
@@ -208,6 +209,37 @@ class GroupMember:
         if self._offsets is None:
             raise StateError("the consumer is not started")
         return self._offsets
+
+    @property
+    def instance(self) -> Any:
+        """Deprecated: the client instance is internal (its type is not part of the API).
+
+        Use :attr:`client_id` for how the brokers know this member.
+
+        Raises:
+            StateError: the consumer is not started.
+        """
+        _deprecated(
+            f"{type(self).__name__}.instance is deprecated: the client instance is internal "
+            f"(use {type(self).__name__}.client_id for the client id)"
+        )
+        return self._client_instance
+
+    @property
+    def offsets(self) -> Any:
+        """Deprecated: the offset store is internal (its type is not part of the API).
+
+        Committed offsets: ``statistics()`` (``committed_offset``) of a push consumer,
+        ``committed()`` of a lite pull consumer.
+
+        Raises:
+            StateError: the consumer is not started.
+        """
+        _deprecated(
+            f"{type(self).__name__}.offsets is deprecated: the offset store is internal (committed "
+            "offsets: PushConsumer.statistics(), LitePullConsumer.committed())"
+        )
+        return self._offset_store
 
     def _wire_queue(self, mq: MessageQueue) -> MessageQueue:
         """A queue the user named, as the brokers know it (wrapped in the namespace)."""
@@ -353,13 +385,30 @@ class GroupMember:
         log.info("%s: the broker says the members of %s changed: rebalancing now", self.client_id, self.group)
         self._rebalance_now.set()
 
-    def running_info(self) -> ConsumerRunningInfo:
+    def _running_info(self) -> ConsumerRunningInfo:
         """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``)."""
         raise NotImplementedError
 
-    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+    async def _reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET: move the owned queues of ``topic`` named in ``offsets``."""
         raise NotImplementedError
+
+    def running_info(self) -> ConsumerRunningInfo:
+        """Deprecated: what GET_CONSUMER_RUNNING_INFO answers (the broker's request calls it).
+
+        ``mqadmin consumerStatus`` and ``rocketmq-py group inspect`` ask for it; in a program,
+        ``assignment()`` shows the queues.
+        """
+        _deprecated(_handler_message(type(self).__name__, "running_info", "GET_CONSUMER_RUNNING_INFO"))
+        return self._running_info()
+
+    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """Deprecated: answers RESET_CONSUMER_CLIENT_OFFSET (the broker's request calls it).
+
+        ``mqadmin resetOffsetByTime`` sends the request to every member of the group.
+        """
+        _deprecated(_handler_message(type(self).__name__, "reset_offsets", "RESET_CONSUMER_CLIENT_OFFSET"))
+        await self._reset_offsets(topic, offsets)
 
     async def _consume_directly(
         self, msg: MessageExt, broker_name: str | None
@@ -369,20 +418,30 @@ class GroupMember:
     # --- rebalance ---------------------------------------------------------------------------------
 
     async def _rebalance_loop(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        await self.rebalance()
+        await self._rebalance()
         task_status.started()
         while True:
             interval = REBALANCE_MIN_INTERVAL_MS / 1000 if self._rebalance_retry else self.rebalance_interval
             with trio.move_on_after(min(interval, self.rebalance_interval)):
                 await self._rebalance_now.wait()
             self._rebalance_now = trio.Event()
-            await self.rebalance()
+            await self._rebalance()
 
     def _rebalances(self) -> bool:
         """Whether rounds allocate queues (a lite consumer given its queues does not)."""
         return True
 
     async def rebalance(self) -> None:
+        """Deprecated: rebalance every subscribed topic now (the rebalance loop does, on its own and
+        at once when a broker says the group's members changed)."""
+        _deprecated(
+            f"{type(self).__name__}.rebalance() is deprecated and will be removed: the consumer "
+            "rebalances on its own (every rebalance_interval seconds, and at once when the group's "
+            "members change)"
+        )
+        await self._rebalance()
+
+    async def _rebalance(self) -> None:
         """Rebalance every subscribed topic now (errors are logged; the next round retries)."""
         if not self._rebalances():
             return
@@ -400,7 +459,7 @@ class GroupMember:
     async def _allocate(self, topic: str) -> Allocation | None:
         """``topic``'s queues, the group's members and this member's share (None: no route yet)."""
         return await allocate_topic(
-            self.instance, self.group, topic, self.strategy, broadcasting=self.broadcasting
+            self._client_instance, self.group, topic, self.strategy, broadcasting=self.broadcasting
         )
 
     async def _rebalance_topic(self, topic: str) -> None:
@@ -424,7 +483,7 @@ class GroupMember:
     def _member_properties(self) -> dict[str, str]:
         """The running-info properties every member reports (Java ``DefaultMQPushConsumer`` names)."""
         return {
-            PROP_NAMESERVER_ADDR: ";".join(self.instance.namesrv_addrs),
+            PROP_NAMESERVER_ADDR: ";".join(self._client_instance.namesrv_addrs),
             PROP_CONSUME_TYPE: self._consume_type.value,
             PROP_CONSUMER_START_TIMESTAMP: str(self._started_ms),
             PROP_ALLOCATE_STRATEGY: java_strategy_class(self.strategy),
@@ -453,12 +512,25 @@ class _Requests:
         self._member._request_rebalance()
 
     def running_info(self) -> ConsumerRunningInfo:
-        return self._member.running_info()
+        return self._member._running_info()
 
     async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
-        await self._member.reset_offsets(topic, offsets)
+        await self._member._reset_offsets(topic, offsets)
 
     async def consume_directly(
         self, msg: MessageExt, broker_name: str | None
     ) -> ConsumeMessageDirectlyResult:
         return await self._member._consume_directly(msg, broker_name)
+
+
+def _deprecated(message: str) -> None:
+    """A DeprecationWarning pointing at the user's code that used the deprecated member."""
+    warn_deprecated(message)
+
+
+def _handler_message(cls: str, name: str, request: str) -> str:
+    """The warning of the deprecated public name of a broker-request entry point (``name``: its method)."""
+    return (
+        f"{cls}.{name}() is deprecated and will be removed: only the broker's {request} request "
+        f"calls it (privately, as {cls}._{name})"
+    )

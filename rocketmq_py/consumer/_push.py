@@ -82,7 +82,7 @@ from rocketmq_py.consumer._listener import (
     RebalanceListener,
     consume_directly,
 )
-from rocketmq_py.consumer._member import GroupMember
+from rocketmq_py.consumer._member import GroupMember, _deprecated, _handler_message
 from rocketmq_py.consumer._orderly import OrderlyService
 from rocketmq_py.consumer._pop import PopService
 from rocketmq_py.consumer._pop_rules import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS
@@ -302,11 +302,22 @@ class PushConsumer(GroupMember):
         """Messages whose listener call failed so far (each delivery counted)."""
         return self._counters.failed
 
-    def owned_queues(self) -> list[MessageQueue]:
-        """The queues this member currently pulls (or pops), sorted."""
+    def assignment(self) -> frozenset[MessageQueue]:
+        """The queues this member consumes now: those it pulls and those it pops (POP consumption).
+
+        A new set at each call, as ``LitePullConsumer.assignment()``; ``sorted()`` orders it.
+        """
         if self._pop is not None:
-            return self._user_queues(sort_queues([*self._queues, *self._pop.queues]))
-        return self._user_queues(sort_queues(self._queues))
+            return frozenset(self._user_queues([*self._queues, *self._pop.queues]))
+        return frozenset(self._user_queues(self._queues))
+
+    def owned_queues(self) -> list[MessageQueue]:
+        """Deprecated: ``sorted(consumer.assignment())``. The queues this member pulls (or pops), sorted."""
+        _deprecated("PushConsumer.owned_queues() is deprecated: use sorted(PushConsumer.assignment())")
+        return self._owned_queues()
+
+    def _owned_queues(self) -> list[MessageQueue]:
+        return sort_queues(self.assignment())
 
     def statistics(self) -> list[QueueStatistics]:
         """Per owned queue: cache, flow control, lock, pull/consume times and the committed offset.
@@ -354,8 +365,8 @@ class PushConsumer(GroupMember):
         assert self._inner_producer is not None  # opened by _open
         settings = self._settings()
         runtime = self._runtime = PushRuntime(
-            instance=self.instance,
-            offsets=self.offsets,
+            instance=self._client_instance,
+            offsets=self._offset_store,
             nursery=nursery,
             inner_producer=self._inner_producer,
             hooks=self._hooks,
@@ -439,13 +450,13 @@ class PushConsumer(GroupMember):
                 "%s: %s is pulled: subscribing %s for what was popped and revived", self.group, topic, retry
             )
             self._set_subscription(retry, "*", ExpressionType.TAG)
-            self.instance.routes.use_topic(retry)
-            self.instance.heartbeat_soon()
+            self._client_instance.routes.use_topic(retry)
+            self._client_instance.heartbeat_soon()
             self._rebalance_now.set()
         elif popped and not pulled and retry in self._subscriptions:
             log.info("%s: %s is popped: unsubscribing %s (POP_MESSAGE serves it)", self.group, topic, retry)
             self._drop_subscription(retry)
-            self.instance.heartbeat_soon()
+            self._client_instance.heartbeat_soon()
             assert self._assignment is not None
             await self._assignment.drop_topic(retry)
 
@@ -457,12 +468,12 @@ class PushConsumer(GroupMember):
     def _properties(self) -> dict[str, str]:
         return {**self._member_properties(), **self._settings().properties()}
 
-    def running_info(self) -> ConsumerRunningInfo:
+    def _running_info(self) -> ConsumerRunningInfo:
         """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``)."""
         now = trio.current_time()
         wall_ms = time.time() * 1000
         mq_table = {
-            mq: process_queue_info(state.pq, self.offsets.get(mq), now=now, wall_ms=wall_ms)
+            mq: process_queue_info(state.pq, self._offset_store.get(mq), now=now, wall_ms=wall_ms)
             for mq, state in self._queues.items()
         }
         return ConsumerRunningInfo(
@@ -473,7 +484,7 @@ class PushConsumer(GroupMember):
             mq_pop_table=self._pop.running_info(now=now, wall_ms=wall_ms) if self._pop is not None else {},
         )
 
-    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+    async def _reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
         """Restart the owned queues of ``topic`` named in ``offsets`` from those offsets.
 
         Java ``resetOffset`` (RESET_CONSUMER_CLIENT_OFFSET, e.g. ``mqadmin resetOffsetByTime``):
@@ -494,14 +505,17 @@ class PushConsumer(GroupMember):
     async def consume_directly(
         self, msg: MessageExt, broker_name: str | None
     ) -> ConsumeMessageDirectlyResult:
+        """Deprecated: CONSUME_MESSAGE_DIRECTLY calls the listener once with ``[msg]`` (the broker's
+        request calls it: ``mqadmin queryMsgById -d``)."""
+        _deprecated(_handler_message("PushConsumer", "consume_directly", "CONSUME_MESSAGE_DIRECTLY"))
+        return await self._consume_directly(msg, broker_name)
+
+    async def _consume_directly(
+        self, msg: MessageExt, broker_name: str | None
+    ) -> ConsumeMessageDirectlyResult:
         """CONSUME_MESSAGE_DIRECTLY: call the listener once with ``[msg]`` (no retry, no send-back)."""
         if self.listener is None:
             raise ClientError(f"the consumer of {self.group} has no listener")
         return await consume_directly(
             self.listener, msg, group=self.group, orderly=self.orderly, namespace=self.namespace
         )
-
-    async def _consume_directly(
-        self, msg: MessageExt, broker_name: str | None
-    ) -> ConsumeMessageDirectlyResult:
-        return await self.consume_directly(msg, broker_name)

@@ -52,7 +52,7 @@ async def test_push_hooks_see_a_successful_call(
     calls = Calls()
     async with make_consumer(hooks=[calls]) as consumer:
         (stored,) = cluster.put(a0, 1, tags="TagA")
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
 
     (before, ctx, at_before), (after, ctx_after, at_after) = calls.log
     assert (before, after) == ("before", "after")
@@ -123,7 +123,7 @@ async def test_orderly_hooks(
     calls = Calls()
     async with make_consumer(orderly=True, listener=listener, hooks=[calls]) as consumer:
         cluster.put(a0, 1)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
 
     suspended, ok = calls.afters()
     assert suspended.orderly is True
@@ -147,7 +147,7 @@ async def test_orderly_hooks_see_a_timed_out_call_and_its_cancellation(
     calls = Calls()
     async with make_consumer(orderly=True, listener=listener, hooks=[calls], consume_timeout=2) as consumer:
         cluster.put(a0, 1)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
 
     timed_out, ok = calls.afters()
     assert (timed_out.success, timed_out.status, timed_out.return_type) == (
@@ -170,7 +170,7 @@ async def test_a_raising_hook_does_not_fail_the_consumption(
     calls = Calls()
     async with make_consumer(hooks=[Raising(), calls]) as consumer:
         cluster.put(a0, 2)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 2)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 2)
         assert consumer.failed == 0
 
     assert len(recorder.messages) == 2
@@ -196,11 +196,11 @@ async def test_no_hook_no_consume_context(
     a0, a1 = cluster.queues()[:2]
     async with make_consumer() as consumer:
         cluster.put(a0, 3)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 3)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 3)
     assert built == []
     async with make_consumer(orderly=True, hooks=[Hook()]) as consumer:
         cluster.put(a1, 1)
-        await cluster.wait_until(lambda: consumer.offsets.get(a1) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a1) == 1)
     assert len(built) == 1  # the counter does see the contexts built with a hook
 
 

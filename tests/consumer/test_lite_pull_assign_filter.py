@@ -59,7 +59,7 @@ async def test_assign_with_a_tag_expression_returns_only_those_tags(
     async with make_lite() as consumer:
         consumer.assign([a0, b0], "a")
         got = await poll_for(consumer, 10)
-        info = consumer.running_info()
+        info = consumer._running_info()
     assert sorted((m.queue_id, m.broker_name, m.queue_offset) for m in got) == [
         (0, "broker-a", 0),
         (0, "broker-a", 2),

@@ -114,7 +114,7 @@ async def test_running_info_in_subscribe_mode_lists_the_subscription_and_the_sha
     consumer.subscribe(cluster.topic, "TagA || TagB")
     async with consumer:
         await cluster.wait_until(lambda: len(consumer.assignment()) == 2)
-        info = consumer.running_info()
+        info = consumer._running_info()
     assert info.properties["subscriptionType"] == "SUBSCRIBE"
     (sub,) = info.subscription_set
     assert (sub.topic, sub.sub_string) == (cluster.topic, "TagA || TagB")

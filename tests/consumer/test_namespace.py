@@ -72,9 +72,9 @@ async def test_push_consumer_pulls_wire_names_and_shows_plain_ones(
     assert consumer.group == cluster.group
     async with consumer:
         await cluster.wait_until(lambda: len(recorder.messages) == 3)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 2)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 2)
         await cluster.wait_until(lambda: bool(cluster.pulled_queues(cluster.retry)))
-        owned = consumer.owned_queues()
+        owned = sorted(consumer.assignment())
         stats = consumer.statistics()
 
     assert {m.topic for m in recorder.messages} == {TOPIC}

@@ -232,11 +232,11 @@ async def test_running_info_lists_popped_queues_and_counts_pop_consumption(
         (mq,) = consumer._pop.queues
         queue = consumer._pop.queues[mq]
         await wait_until(lambda: queue.waiting_ack == 3)
-        held = consumer.running_info()
+        held = consumer._running_info()
         release.set()
         await wait_until(lambda: len(broker.pop.acks) == 3)
         await trio.sleep(10)  # rates are per second of uptime
-        done = consumer.running_info()
+        done = consumer._running_info()
         wall_ms = time.time() * 1000
 
     assert mq.topic == TOPIC

@@ -37,7 +37,7 @@ async def test_every_member_takes_every_queue_and_no_retry_topic(
 ) -> None:
     cluster.answer_consumer_ids(OTHER, "127.0.0.1@me")  # would halve a clustering member's share
     async with make_consumer(message_model="BROADCASTING", offsets_dir=str(tmp_path)) as consumer:
-        assert consumer.owned_queues() == cluster.queues()
+        assert sorted(consumer.assignment()) == cluster.queues()
         assert broker_requests(cluster, RequestCode.GET_CONSUMER_LIST_BY_GROUP) == 0
         beats = [beat for fb in cluster.brokers for beat in cluster.heartbeats(fb)]
         (data,) = beats[-1].consumer_data_set
@@ -58,7 +58,7 @@ async def test_failed_messages_are_dropped_not_sent_back(
     recorder.status = ConsumeStatus.RECONSUME_LATER
     async with make_consumer(message_model="BROADCASTING", offsets_dir=str(tmp_path)) as consumer:
         cluster.put(a0, 3)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 3)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 3)
         await trio.sleep(0.5)
         assert len(recorder.messages) == 3  # once each
         assert consumer.failed == 3
@@ -78,7 +78,7 @@ async def test_offsets_live_in_a_local_file_and_a_restart_resumes_from_it(
         cluster.put(a0, 3)
         cluster.put(b1, 2)
         await cluster.wait_until(lambda: len(recorder.messages) == 5)
-        await cluster.wait_until(lambda: consumer.offsets.get(b1) == 2)
+        await cluster.wait_until(lambda: consumer._offset_store.get(b1) == 2)
     # One file per client id and group, a whole JSON document.
     store = LocalOffsetStore(cluster.group, "127.0.0.1@stable", directory=tmp_path)
     assert store.path.parent == tmp_path / "127.0.0.1@stable" / cluster.group
@@ -135,7 +135,7 @@ async def test_broadcasting_pulls_never_ask_the_broker_to_commit(
         cluster.put(a0, 3)
         await cluster.wait_until(lambda: len(recorder.messages) == 3)
         await cluster.wait_until(lambda: len(cluster.pulls(cluster.a, a0)) == 3)
-        assert consumer.offsets.get(a0) == 3
+        assert consumer._offset_store.get(a0) == 3
     for header in cluster.pulls(cluster.a, a0):
         assert header.sys_flag & PullSysFlag.COMMIT_OFFSET == 0
         assert header.commit_offset == 0

@@ -49,9 +49,9 @@ async def test_running_info_describes_config_subscriptions_queues_and_rates(
     a0 = cluster.queues()[0]
     async with make_consumer(pull_batch_size=16, strategy="AVG_BY_CIRCLE") as consumer:
         cluster.put(a0, 4)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 4)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 4)
         await trio.sleep(2)
-        info = consumer.running_info()
+        info = consumer._running_info()
     props = info.properties
     assert props[PROP_CONSUME_TYPE] == "CONSUME_PASSIVELY"
     assert props[PROP_CONSUME_ORDERLY] == "false"
@@ -88,7 +88,7 @@ async def test_consume_directly_orderly_names_the_orderly_status(
     (msg,) = cluster.put(cluster.queues()[0], 1)
     recorder.status = None
     async with make_consumer(orderly=True) as consumer:
-        result = await consumer.consume_directly(msg, "broker-a")
+        result = await consumer._consume_directly(msg, "broker-a")
     assert result.order
     assert result.consume_result is ConsumeResult.CR_SUCCESS
     assert result.remark == "SUCCESS"
@@ -105,7 +105,7 @@ async def test_the_broker_gets_running_info_over_the_connection(
         assert reply.code == ResponseCode.SUCCESS
         info = decode_body(ConsumerRunningInfo, reply.body)
         assert info.properties[PROP_CONSUME_ORDERLY] == "true"
-        assert set(info.mq_table) == set(consumer.owned_queues())
+        assert set(info.mq_table) == set(consumer.assignment())
         assert all(pq.locked for pq in info.mq_table.values())
 
 
@@ -119,16 +119,18 @@ async def test_reset_offsets_restarts_the_named_owned_queues_from_the_new_offset
     async with make_consumer() as consumer:
         cluster.put(a0, 5)
         cluster.put(a1, 3)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 5 and consumer.offsets.get(a1) == 3)
-        await consumer.reset_offsets(cluster.topic, {a0: 2, b0: 0})
+        await cluster.wait_until(
+            lambda: consumer._offset_store.get(a0) == 5 and consumer._offset_store.get(a1) == 3
+        )
+        await consumer._reset_offsets(cluster.topic, {a0: 2, b0: 0})
         # Written to the broker synchronously, before the queue comes back.
         assert cluster.offset_updates(cluster.a, a0)[-1] == (2, False)
         assert cluster.a.consumer_offsets[(cluster.group, cluster.topic, 0)] == 2
         await cluster.wait_until(lambda: len(bodies_of(recorder, "broker-a/0-")) == 8)
         assert bodies_of(recorder, "broker-a/0-")[5:] == ["broker-a/0-2", "broker-a/0-3", "broker-a/0-4"]
         assert len(bodies_of(recorder, "broker-a/1-")) == 3  # not in the table: untouched
-        assert a0 in consumer.owned_queues()
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 5)
+        assert a0 in consumer.assignment()
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 5)
 
 
 async def test_the_broker_resets_offsets_with_a_oneway_request(
@@ -140,7 +142,7 @@ async def test_the_broker_resets_offsets_with_a_oneway_request(
     a0 = cluster.queues()[0]
     async with make_consumer() as consumer:
         cluster.put(a0, 3)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 3)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 3)
         header = ResetOffsetRequestHeader(
             topic=cluster.topic, group=cluster.group, timestamp=0, is_force=True
         )
@@ -164,7 +166,7 @@ async def test_consume_directly_calls_the_listener_once_and_reports_the_result(
     cluster.a.consumer_offsets[(cluster.group, cluster.topic, 1)] = 0
 
     async with make_consumer() as consumer:
-        result = await consumer.consume_directly(msg, "broker-a")
+        result = await consumer._consume_directly(msg, "broker-a")
         assert result.consume_result is ConsumeResult.CR_SUCCESS
         assert not result.order
         assert result.spent_time_mills >= 0
@@ -174,12 +176,12 @@ async def test_consume_directly_calls_the_listener_once_and_reports_the_result(
         assert result.remark == "CONSUME_SUCCESS"
 
         recorder.status = None  # success: the remark names the status it stands for
-        none = await consumer.consume_directly(msg, "broker-a")
+        none = await consumer._consume_directly(msg, "broker-a")
         assert none.consume_result is ConsumeResult.CR_SUCCESS
         assert none.remark == "CONSUME_SUCCESS"
 
         recorder.status = ConsumeStatus.RECONSUME_LATER
-        later = await consumer.consume_directly(msg, "broker-a")
+        later = await consumer._consume_directly(msg, "broker-a")
         assert later.consume_result is ConsumeResult.CR_LATER
         assert later.remark == "RECONSUME_LATER"
 
@@ -187,7 +189,7 @@ async def test_consume_directly_calls_the_listener_once_and_reports_the_result(
             raise ValueError("listener bug")
 
         recorder.hook = boom
-        failed = await consumer.consume_directly(msg, "broker-a")
+        failed = await consumer._consume_directly(msg, "broker-a")
         assert failed.consume_result is ConsumeResult.CR_THROW_EXCEPTION
         assert failed.remark is not None
         assert "listener bug" in failed.remark

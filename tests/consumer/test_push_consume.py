@@ -96,7 +96,7 @@ async def test_failed_message_is_sent_back_and_comes_again_from_the_retry_topic(
         (stored,) = cluster.put(a0, 1, tags="TagA", keys="k1")
         await cluster.wait_until(lambda: len(recorder.messages) == 2)
         first, again = recorder.messages
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
         assert consumer.failed == 1
         assert consumer.consumed == 1
 
@@ -158,7 +158,7 @@ async def test_send_back_failure_resends_to_the_retry_topic(
     async with make_consumer() as consumer:
         (stored,) = cluster.put(a0, 1, tags="TagA")
         await cluster.wait_until(lambda: len(recorder.messages) == 2)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
 
     assert len(send_backs(cluster)) == 1
     (fields,) = retry_sends(cluster)
@@ -199,9 +199,9 @@ async def test_when_resending_fails_too_the_message_is_consumed_again_5_s_later(
         cluster.put(a0, 1)
         await cluster.wait_until(lambda: len(calls) == 1)
         await trio.sleep(4)
-        assert consumer.offsets.get(a0) == 0  # held back while the message waits
+        assert consumer._offset_store.get(a0) == 0  # held back while the message waits
         await cluster.wait_until(lambda: len(calls) == 2)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
 
     assert retry_sends(cluster)  # the re-send was tried
     (t1, offset1), (t2, offset2) = calls
@@ -225,7 +225,7 @@ async def test_retry_topic_messages_are_delivered_with_their_original_topic(
         cluster.put(retry_b, 1, properties={"RETRY_TOPIC": "OtherTopic"})
         cluster.put(retry_b, 1)  # no RETRY_TOPIC: left as it is
         await cluster.wait_until(lambda: len(recorder.messages) == 2)
-        await cluster.wait_until(lambda: consumer.offsets.get(retry_b) == 2)
+        await cluster.wait_until(lambda: consumer._offset_store.get(retry_b) == 2)
     restored, plain = sorted(recorder.messages, key=lambda m: m.queue_offset)
     assert restored.topic == "OtherTopic"
     assert plain.topic == cluster.retry
@@ -245,7 +245,7 @@ async def test_tag_filter_is_checked_again_on_the_client(
         cluster.put(a0, 1)  # no tag
         cluster.put(a0, 1, tags="TagC")
         cluster.put(a0, 1, tags="TagB")
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 5)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 5)
         await trio.sleep(1)
     # The pulls did not carry the expression (postSubscriptionWhenPull is off), so the fake
     # returned every message; the client kept only the subscribed tags.
@@ -291,7 +291,7 @@ async def test_last_offset_starts_at_the_max_offset_when_the_group_has_no_offset
     cluster.first_messages_out_of_memory()  # QUERY_CONSUMER_OFFSET: QUERY_NOT_FOUND
     cluster.put(a0, 5)
     async with make_consumer() as consumer:
-        assert consumer.offsets.get(a0) == -1
+        assert consumer._offset_store.get(a0) == -1
         assert cluster.pulls(cluster.a, a0)[0].queue_offset == 5
         cluster.put(a0, 2)
         await cluster.wait_until(lambda: len(recorder.messages) == 2)
@@ -380,7 +380,7 @@ async def test_plain_function_listener_runs_in_a_thread(
 
     async with make_consumer(listener=listener) as consumer:
         cluster.put(a0, 2)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 2)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 2)
     assert sorted(seen) == [(0, False), (1, False)]
 
 
@@ -400,6 +400,6 @@ async def test_async_callable_object_listener_is_awaited(
     listener = Listener()
     async with make_consumer(listener=listener) as consumer:
         cluster.put(a0, 2)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 2)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 2)
     assert sorted(listener.offsets) == [0, 1]
     assert consumer.failed == 0

@@ -73,7 +73,7 @@ async def test_revoked_queue_waits_for_its_running_listener_then_commits_synchro
         await cluster.wait_until(lambda: any(s.revoking for s in consumer.statistics()))
         revoked_at = len(cluster.b.received)
         await trio.sleep(3)  # within the 5 s handoff timeout: still ours, still waiting
-        assert b0 in consumer.owned_queues()
+        assert b0 in consumer.assignment()
         (stats,) = [s for s in consumer.statistics() if s.queue == b0]
         assert stats.revoking
         assert stats.consuming == 1
@@ -81,8 +81,8 @@ async def test_revoked_queue_waits_for_its_running_listener_then_commits_synchro
         assert [c for c in cluster.b.received[revoked_at:] if c.code == RequestCode.PULL_MESSAGE] == []
 
         release.set()
-        await cluster.wait_until(lambda: b0 not in consumer.owned_queues())
-        assert [mq for mq in consumer.owned_queues() if mq.topic == cluster.topic] == [a0, a1]
+        await cluster.wait_until(lambda: b0 not in consumer.assignment())
+        assert [mq for mq in sorted(consumer.assignment()) if mq.topic == cluster.topic] == [a0, a1]
         # on_revoked ran before the commit; the commit was synchronous and counts the finished call.
         assert events.of_topic("revoked", cluster.topic) == [[b0, b1]]
         index = [qs for k, qs in events.calls if k == "revoked"].index([b0, b1])
@@ -119,7 +119,7 @@ async def test_a_listener_running_past_the_handoff_timeout_is_left_to_the_next_o
         await cluster.notify_ids_changed(cluster.a)
         await cluster.wait_until(lambda: any(s.revoking for s in consumer.statistics()))
         revoking_since = trio.current_time()
-        await cluster.wait_until(lambda: b0 not in consumer.owned_queues())
+        await cluster.wait_until(lambda: b0 not in consumer.assignment())
         assert trio.current_time() - revoking_since >= 1.9  # (polled every 10 ms)
         # Offset 0 was consumed, offset 1 is still running: the commit says 1.
         assert cluster.offset_updates(cluster.b, b0) == [(1, False)]
@@ -127,7 +127,7 @@ async def test_a_listener_running_past_the_handoff_timeout_is_left_to_the_next_o
         await trio.sleep(10)
         # The late result moved nothing.
         assert cluster.b.consumer_offsets[(cluster.group, cluster.topic, 0)] == 1
-        assert consumer.offsets.get(b0) == -1
+        assert consumer._offset_store.get(b0) == -1
 
 
 async def test_close_hands_off_every_queue_gracefully(
@@ -185,7 +185,7 @@ async def test_a_new_owner_reads_the_offset_only_after_the_handoff_delay(
         cluster.answer_consumer_ids(OTHER_LOW, ME)
         notified = trio.current_time()
         await cluster.notify_ids_changed(cluster.a)
-        await cluster.wait_until(lambda: b0 in consumer.owned_queues())
+        await cluster.wait_until(lambda: b0 in consumer.assignment())
         assert min(queried_at) - notified >= 1.5
         (stats,) = [s for s in consumer.statistics() if s.queue == b0]
         assert stats.next_pull_offset == 7
@@ -198,7 +198,7 @@ async def test_a_sole_member_starts_without_the_handoff_delay(
     start = trio.current_time()
     async with make_consumer(handoff_delay=30) as consumer:
         assert trio.current_time() - start < 30
-        assert len(consumer.owned_queues()) == 6  # 4 topic queues, 2 retry queues
+        assert len(consumer.assignment()) == 6  # 4 topic queues, 2 retry queues
 
 
 async def test_statistics_report_lock_consuming_timestamps_and_persisted_offset(
@@ -234,7 +234,7 @@ async def test_statistics_report_lock_consuming_timestamps_and_persisted_offset(
         (stats,) = [s for s in consumer.statistics() if s.queue == a0]
         assert stats.persisted_offset == 2
         release.set()
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 4)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 4)
         await trio.sleep(5.5)
         (stats,) = [s for s in consumer.statistics() if s.queue == a0]
         assert stats.consuming == 0
@@ -261,5 +261,5 @@ async def test_queue_rebuilt_after_an_idle_pull_is_not_announced_to_the_listener
         await trio.sleep(19)
         await cluster.wait_until(lambda: offset_queries() == 2 * first)  # rebuilt: idle past 10 s
         await trio.sleep(30)
-        assert {a0, a1, b0, b1} <= set(consumer.owned_queues())
+        assert {a0, a1, b0, b1} <= set(consumer.assignment())
         assert events.calls == calls

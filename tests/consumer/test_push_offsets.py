@@ -44,12 +44,12 @@ async def test_committed_offset_is_the_smallest_offset_still_in_flight(
         cluster.put(a0, 10)
         await cluster.wait_until(lambda: len(recorder.messages) == 10)
         await trio.sleep(1)
-        assert consumer.offsets.get(a0) == 3  # 0-2 and 4-9 done, 3 is not
+        assert consumer._offset_store.get(a0) == 3  # 0-2 and 4-9 done, 3 is not
         (stats,) = [s for s in consumer.statistics() if s.queue == a0]
         assert stats.committed_offset == 3
         assert stats.cached_count == 1
         release.set()
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 10)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 10)
 
 
 async def test_persist_loop_sends_offsets_oneway_every_5_seconds(
@@ -161,7 +161,7 @@ async def test_offset_illegal_drops_the_queue_fixes_the_offset_and_rebuilds_it(
         assert trio.current_time() - start == pytest.approx(10, abs=0.5)  # fixed 10 s later
         await cluster.wait_until(lambda: len(cluster.pulls(cluster.a, a0)) >= 2)
         assert cluster.pulls(cluster.a, a0)[1].queue_offset == 3  # rebuilt from the fixed offset
-        assert a0 in consumer.owned_queues()
+        assert a0 in consumer.assignment()
         cluster.put(a0, 1)
         await cluster.wait_until(lambda: len(recorder.messages) == 1)
     assert recorder.offsets(a0) == [3]
@@ -192,5 +192,5 @@ async def test_offsets_are_read_and_committed_via_the_slave_while_the_master_is_
     async with make_consumer(persist_interval=5) as consumer:
         await cluster.wait_until(lambda: recorder.offsets(a0) == [5, 6, 7])
         await cluster.wait_until(lambda: cluster.a.consumer_offsets[(cluster.group, cluster.topic, 0)] == 8)
-        assert consumer.offsets.get(a0) == 8
+        assert consumer._offset_store.get(a0) == 8
     assert cluster.offset_updates(cluster.a, a0)  # committed to broker-a's slave

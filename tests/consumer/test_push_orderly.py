@@ -107,7 +107,7 @@ async def test_queues_are_locked_before_the_first_pull_and_renewed_every_20_seco
     async with make_consumer(orderly=True) as consumer:
         start = trio.current_time()
         assert consumer.max_reconsume_times == 2**31 - 1  # Java's orderly default
-        owned = set(consumer.owned_queues())
+        owned = set(consumer.assignment())
         assert holders(cluster) == dict.fromkeys(owned, ME)
         for fb in cluster.brokers:
             first_lock = next(i for i, c in enumerate(fb.received) if c.code == RequestCode.LOCK_BATCH_MQ)
@@ -141,7 +141,7 @@ async def test_a_queue_locked_by_another_member_is_taken_once_released_from_the_
     cluster.put(a0, 5)
     cluster.a._store.locks[(cluster.group, a0)] = (OTHER, trio.current_time())
     async with make_consumer(orderly=True, consume_from_where="CONSUME_FROM_FIRST_OFFSET") as consumer:
-        assert a0 not in consumer.owned_queues()
+        assert a0 not in consumer.assignment()
         await trio.sleep(5)
         assert offsets_of(cluster, recorder, a0) == []
         # The other member commits 3, then unlocks: we lock it at the next (1 s) retry.
@@ -240,7 +240,7 @@ async def test_suspend_pauses_only_that_queue_and_redelivers_the_same_message(
         # The other queues did not wait: a1 consumed while a0 was suspended.
         cluster.put(a1, 1)
         await cluster.wait_until(lambda: offsets_of(cluster, recorder, a1) == [0])
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 3)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 3)
 
 
 async def test_a_message_suspended_max_reconsume_times_goes_to_the_dlq_and_the_queue_moves_on(
@@ -260,7 +260,7 @@ async def test_a_message_suspended_max_reconsume_times_goes_to_the_dlq_and_the_q
         await cluster.wait_until(lambda: offsets_of(cluster, recorder, a0)[-1:] == [1])
         # Delivered with reconsume times 0, 1, 2; the third SUSPEND sent it to the DLQ.
         assert offsets_of(cluster, recorder, a0) == [0, 0, 0, 1]
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 2)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 2)
     dlq = cluster.a.messages("%DLQ%" + cluster.group, 0) + cluster.b.messages("%DLQ%" + cluster.group, 0)
     assert [m.body for m in dlq] == [b"broker-a/0-0"]
     assert dlq[0].properties["RETRY_TOPIC"] == cluster.topic
@@ -281,7 +281,7 @@ async def test_rebalanced_away_queue_is_committed_then_unlocked(
         await cluster.wait_until(lambda: len(offsets_of(cluster, recorder, b0)) == 3)
         cluster.answer_consumer_ids(ME, OTHER)
         await cluster.notify_ids_changed(cluster.a)
-        await cluster.wait_until(lambda: b0 not in consumer.owned_queues())
+        await cluster.wait_until(lambda: b0 not in consumer.assignment())
         assert {b0, b1} <= unlocked_queues(cluster)
         assert b0 not in holders(cluster)
         # The commit came first, synchronously.
@@ -331,7 +331,7 @@ async def test_a_revoked_queue_stays_locked_while_its_listener_runs_past_the_han
         assert cluster.b._store.locks[(cluster.group, b0)][1] > trio.current_time() - 30  # renewed
         release.set()
         await cluster.wait_until(lambda: b0 in unlocked_queues(cluster))
-        await cluster.wait_until(lambda: b0 not in consumer.owned_queues())
+        await cluster.wait_until(lambda: b0 not in consumer.assignment())
         assert b0 not in holders(cluster)
         # The running call finished, so its message counts: the commit says 2, then the unlock.
         assert cluster.b.consumer_offsets[(cluster.group, cluster.topic, 0)] == 2
@@ -381,7 +381,7 @@ async def test_a_lock_renewal_in_flight_never_relocks_a_queue_released_meanwhile
         cluster.answer_consumer_ids(ME, OTHER)
         await cluster.notify_ids_changed(cluster.a)
         release.set()  # the next renewal is held; the listener returns once it is
-        await cluster.wait_until(lambda: b0 not in consumer.owned_queues())
+        await cluster.wait_until(lambda: b0 not in consumer.assignment())
         await cluster.wait_until(b0_unlocked)
         await trio.sleep(10)  # past the held renewal, whichever came first
         assert b0 not in holders(cluster)

@@ -91,7 +91,7 @@ async def test_pop_consumes_and_acks_every_message(
         await wait_until(lambda: all(q.waiting_ack == 0 for q in pop.queues.values()))
         popped = sorted(consumer._pop.queues)
         assert [(mq.topic, mq.queue_id) for mq in popped] == [(TOPIC, 0), (TOPIC, 1)]
-        assert set(consumer.owned_queues()) == {*popped, *consumer._queues}  # + the pulled retry topic
+        assert set(consumer.assignment()) == {*popped, *consumer._queues}  # + the pulled retry topic
         stats = consumer.pop_statistics()
         assert [(s.queue, s.popped, s.waiting_ack) for s in stats] == [(mq, 5, 0) for mq in popped]
         assert all(s.last_pop_age >= 0 and s.last_pop_timestamp > 0 for s in stats)

@@ -43,7 +43,7 @@ def offset_queries(cluster: Cluster, mq: MessageQueue) -> int:
 
 
 def topic_queues(consumer: PushConsumer, topic: str) -> list[MessageQueue]:
-    return [mq for mq in consumer.owned_queues() if mq.topic == topic]
+    return [mq for mq in sorted(consumer.assignment()) if mq.topic == topic]
 
 
 # --- at start ------------------------------------------------------------------------------------
@@ -150,7 +150,7 @@ async def test_member_change_drops_old_queues_and_starts_new_ones(
         assert topic_queues(consumer, cluster.topic) == [a0, a1]
         cluster.put(a0, 3)
         await cluster.wait_until(lambda: len(recorder.messages) == 3)
-        assert consumer.offsets.get(a0) == 3
+        assert consumer._offset_store.get(a0) == 3
 
         cluster.answer_consumer_ids(OTHER_LOW, ME)
         await cluster.notify_ids_changed(cluster.a)
@@ -160,10 +160,15 @@ async def test_member_change_drops_old_queues_and_starts_new_ones(
         # Each dropped queue had its offset committed synchronously, then left the table.
         assert cluster.offset_updates(cluster.a, a0)[-1] == (3, False)
         assert cluster.offset_updates(cluster.a, a1)[-1] == (0, False)
-        assert consumer.offsets.get(a0) == consumer.offsets.get(a1) == -1
-        assert {mq.queue_id for mq in consumer.offsets.snapshot() if mq.topic == cluster.topic} == {0, 1}
+        assert consumer._offset_store.get(a0) == consumer._offset_store.get(a1) == -1
+        assert {mq.queue_id for mq in consumer._offset_store.snapshot() if mq.topic == cluster.topic} == {
+            0,
+            1,
+        }
         assert all(
-            mq.broker_name == "broker-b" for mq in consumer.offsets.snapshot() if mq.topic == cluster.topic
+            mq.broker_name == "broker-b"
+            for mq in consumer._offset_store.snapshot()
+            if mq.topic == cluster.topic
         )
 
         # The new queues are pulled and consumed, the old ones not any more.
@@ -217,7 +222,7 @@ async def test_subscription_and_heartbeat_reach_every_broker_before_any_pull(
 ) -> None:
     async with make_consumer("TagA || TagB") as consumer:
         await cluster.wait_until(lambda: cluster.pulled_queues() == set(cluster.queues()))
-        assert consumer.owned_queues()
+        assert consumer.assignment()
     for fb in cluster.brokers:
         first_pull = next(i for i, cmd in enumerate(fb.received) if cmd.code == RequestCode.PULL_MESSAGE)
         heartbeats = [
@@ -267,7 +272,7 @@ async def test_queue_whose_pull_attempt_outlasts_the_idle_limit_is_dropped_and_r
         await cluster.wait_until(lambda: offset_queries(cluster, a0) == 2)
         # Found idle at the first rebalance after 10 s inside one attempt: the one at 20 s.
         assert 20 <= trio.current_time() - start <= 21
-        assert a0 in consumer.owned_queues()
+        assert a0 in consumer.assignment()
         assert offset_queries(cluster, b0) == 1  # broker-b's queues answered all along
 
         cluster.a.clear_faults()

@@ -129,7 +129,7 @@ async def test_orderly_dlq_send_goes_signed_through_the_consumers_own_client(
     async with consumer:
         cluster.put(a0, 1, properties={PropertyKey.TRANSACTION_PREPARED: "true"})
         await cluster.wait_until(lambda: len(retry_sends(cluster)) == 1)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
 
     (resend,) = retry_sends(cluster)
     assert resend.ext_fields["a"] == "CLIENT_INNER_PRODUCER"

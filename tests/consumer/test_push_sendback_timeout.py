@@ -81,7 +81,7 @@ async def test_send_back_reply_after_the_timeout_resends_to_the_retry_topic_once
         assert trio.current_time() - sent_back_at == pytest.approx(SEND_BACK_TIMEOUT, abs=0.01)
         # Both copies (the broker's, from the late send-back, and the re-send) come back once each.
         await cluster.wait_until(lambda: len(recorder.messages) == 3)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
         await trio.sleep(10)  # nothing else: no local re-consumption, no further re-send
         assert len(recorder.messages) == 3
 
@@ -118,7 +118,7 @@ async def test_slow_send_back_within_the_timeout_makes_no_second_copy(
         cluster.a.delay(SEND_BACK, SEND_BACK_TIMEOUT * 0.9)
         cluster.put(a0, 1)
         await cluster.wait_until(lambda: len(recorder.messages) == 2)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
         await trio.sleep(10)
         assert len(recorder.messages) == 2
 
@@ -149,7 +149,7 @@ async def test_send_back_timeout_and_failed_resend_consume_locally_without_losin
         (stored,) = cluster.put(a0, 1)
         # The local re-consumption (5 s later) and the broker's copy: the message is not lost.
         await cluster.wait_until(lambda: len(recorder.messages) == 3)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
 
     assert len(send_back_headers(cluster)) == 1
     assert len(retry_resends(cluster)) >= 1  # tried (the inner producer may retry the refused send)

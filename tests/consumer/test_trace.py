@@ -91,7 +91,7 @@ async def test_a_listener_call_is_recorded_before_and_after_with_one_request_id(
 
     async with make_consumer(listener=listener, enable_trace=True, consume_batch_max_size=2) as consumer:
         stored = cluster.put(a0, 2, keys=["key-x"])
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 2)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 2)
     records, _ = _trace(cluster)
     befores = [r for r in records if isinstance(r, SubBeforeTrace)]
     afters = [r for r in records if isinstance(r, SubAfterTrace)]
@@ -156,7 +156,7 @@ async def test_a_sub_after_record_is_stamped_with_the_end_of_the_call(
 
     async with make_consumer(listener=listener, enable_trace=True) as consumer:
         cluster.put(a0, 1)
-        await cluster.wait_until(lambda: consumer.offsets.get(a0) == 1)
+        await cluster.wait_until(lambda: consumer._offset_store.get(a0) == 1)
     records, _ = _trace(cluster)
     [before] = [r for r in records if isinstance(r, SubBeforeTrace)]
     [after] = [r for r in records if isinstance(r, SubAfterTrace)]

@@ -40,7 +40,7 @@ from rocketmq_py.producer._recall import recall_message
 from rocketmq_py.producer._request import send_request
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader
-from rocketmq_py.producer._send_path import ProducerStatistics, SendPath, send_result
+from rocketmq_py.producer._send_path import ProducerCounters, ProducerStatistics, SendPath, send_result
 from rocketmq_py.producer._types import SendResult
 from rocketmq_py.producer._validation import (
     DEFAULT_PRODUCER_GROUP,
@@ -175,7 +175,7 @@ class Producer(SendPath):
         self._selector = QueueSelector()
         self._instance: ClientInstance | None = None
         self._uniq: UniqKeyGenerator | None = None
-        self._stats = ProducerStatistics()
+        self._stats = ProducerCounters()
         self._reserved = RESERVED_PROPERTY_KEYS
         #: False when the producer runs on another client's instance (see :meth:`_attach`).
         self._owns_instance = True
@@ -293,10 +293,12 @@ class Producer(SendPath):
             await self.__aexit__(None, None, None)
 
     def statistics(self) -> ProducerStatistics:
-        """Counters and the fault table (broker -> latency, availability)."""
-        stats = self._stats
-        stats.fault = {name: item for name, item in self._fault.snapshot().items()} if self._fault else {}
-        return stats
+        """A snapshot of the counters and the fault table (broker -> latency, availability).
+
+        Returns:
+            A new frozen :class:`ProducerStatistics`, which later sends do not change.
+        """
+        return self._stats.snapshot(self._fault)
 
     # --- sending ---------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ frames, results) is the base class :class:`~rocketmq_py.producer._send_path.Send
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
@@ -204,10 +205,10 @@ class Producer(SendPath):
     @property
     def client_id(self) -> str:
         """``ip@instance``, as brokers see this client (raises StateError before it is started)."""
-        return self.instance.client_id
+        return self._client_instance.client_id
 
     @property
-    def instance(self) -> ClientInstance:
+    def _client_instance(self) -> ClientInstance:
         """The client instance this producer runs on (connections, routes, heartbeats).
 
         Raises:
@@ -216,6 +217,25 @@ class Producer(SendPath):
         if self._instance is None:
             raise StateError("the producer is not started: use `async with Producer(...) as producer`")
         return self._instance
+
+    @property
+    def instance(self) -> Any:
+        """Deprecated: the client instance is internal (its type is not part of the API).
+
+        Use :attr:`client_id` for how the brokers know this producer and :meth:`statistics` for
+        its counters.
+
+        Raises:
+            StateError: the producer is not started.
+        """
+        name = type(self).__name__
+        warnings.warn(
+            f"{name}.instance is deprecated: the client instance is internal (use {name}.client_id "
+            f"for the client id, {name}.statistics() for the counters)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._client_instance
 
     async def __aenter__(self) -> Self:
         if self._instance is not None:
@@ -278,7 +298,7 @@ class Producer(SendPath):
         if not self._owns_instance:
             self._detach()
             return None
-        instance, self._instance = self.instance, None
+        instance, self._instance = self._client_instance, None
         running, self._trace_running = self._trace_running, None
         try:
             if running is not None:  # the last trace records are flushed while the instance is up
@@ -401,7 +421,7 @@ class Producer(SendPath):
             )
 
         return await send_request(
-            self.instance, message, send, timeout=self.send_timeout if timeout is None else timeout
+            self._client_instance, message, send, timeout=self.send_timeout if timeout is None else timeout
         )
 
     async def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
@@ -410,13 +430,15 @@ class Producer(SendPath):
         if self.namespace is not None:
             message, queue = wire_message(self.namespace, message), wire_queue(self.namespace, queue)
         with trio.move_on_after(self.send_timeout):
-            info = await self.instance.routes.publish_info(message.topic)
+            info = await self._client_instance.routes.publish_info(message.topic)
             mq = queue or self._selector.select(info, None, self._fault)
             if self._hooks:
                 await self._send_oneway_hooked(message, mq)
             else:
                 address, fields, body = await self._prepare(message, mq, batch=False)
-                await self.instance.api.send_message_oneway(address, fields, body, reply=is_reply(message))
+                await self._client_instance.api.send_message_oneway(
+                    address, fields, body, reply=is_reply(message)
+                )
             self._stats.sent += 1
             return
         # Our error, not trio.TooSlowError (which is outside the error tree).
@@ -432,7 +454,9 @@ class Producer(SendPath):
         started = trio.current_time()
         try:
             address, fields, body = await self._prepare(message, mq, batch=False)
-            await self.instance.api.send_message_oneway(address, fields, body, reply=is_reply(message))
+            await self._client_instance.api.send_message_oneway(
+                address, fields, body, reply=is_reply(message)
+            )
         except BaseException as exc:
             ctx.exception = exc
             raise
@@ -517,7 +541,7 @@ class Producer(SendPath):
         if self.namespace is not None:  # the handle names the topic as the broker stored it
             topic = wrap_name(self.namespace, topic)
         return await recall_message(
-            self.instance,
+            self._client_instance,
             self.group,
             topic,
             recall_handle,

@@ -150,7 +150,7 @@ class SendPath:
     _hooks: list[Hook]
 
     @property
-    def instance(self) -> ClientInstance:
+    def _client_instance(self) -> ClientInstance:
         raise NotImplementedError
 
     async def _send(
@@ -187,7 +187,7 @@ class SendPath:
         return result
 
     async def _publish_info(self, topic: str, deadline: float) -> TopicPublishInfo:
-        routes = self.instance.routes
+        routes = self._client_instance.routes
         info = routes.cached_publish_info(topic)
         if info is not None:
             return info
@@ -210,7 +210,7 @@ class SendPath:
 
         ``now`` is the clock when the send began (the first attempt's start).
         """
-        routes = self.instance.routes
+        routes = self._client_instance.routes
         topic = message.topic
         info = routes.cached_publish_info(topic) or await self._publish_info(topic, deadline)
         single = selector is not None or queue is not None
@@ -316,11 +316,11 @@ class SendPath:
         if now < self._route_rechecked.get(topic, -math.inf) + ROUTE_RECHECK_INTERVAL:
             return
         self._route_rechecked[topic] = now
-        self.instance.nursery.start_soon(self._refresh_route, topic)
+        self._client_instance.nursery.start_soon(self._refresh_route, topic)
 
     async def _refresh_route(self, topic: str) -> None:
         try:
-            await self.instance.routes.update(topic)
+            await self._client_instance.routes.update(topic)
         except RocketMQError as exc:  # the cached route stays (StateError: the client is closing)
             log.info("route recheck of %s failed: %s", topic, exc)
 
@@ -361,7 +361,7 @@ class SendPath:
         self, message: Message, mq: MessageQueue, *, batch: bool, oneway: bool, attempt: int = 1
     ) -> SendContext:
         """What the hooks get for one attempt of sending ``message`` to ``mq``."""
-        instance = self.instance
+        instance = self._client_instance
         properties = message.properties
         return SendContext(
             producer_group=self.group,
@@ -387,7 +387,7 @@ class SendPath:
         timeout: float,  # noqa: ASYNC109
     ) -> SendResult:
         """One attempt, all of it (master address, connect, request) within ``timeout`` seconds."""
-        instance = self.instance
+        instance = self._client_instance
         api = instance.api
         address = instance.routes.master_address(mq.broker_name)
         if (
@@ -477,10 +477,10 @@ class SendPath:
         The header fields are built directly (no typed-header round trip: this runs per message);
         ``tests/producer`` checks them against :func:`send_header_fields` of the typed header.
         """
-        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
+        address = await self._client_instance.routes.require_master(mq.topic, mq.broker_name)
         if not batch and not DELIVERY_TIME_KEYS.isdisjoint(message.properties):
             # A 4.x broker would deliver at once.
-            await require_timer_support(self.instance, address, mq.broker_name, message.properties)
+            await require_timer_support(self._client_instance, address, mq.broker_name, message.properties)
         parts, body = self._parts(message, mq, batch=batch)
         return address, self._send_header.fields(mq, parts, batch=batch), body
 

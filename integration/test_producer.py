@@ -286,7 +286,7 @@ async def test_invalid_messages_fail_before_any_io(cluster: Cluster) -> None:
         reserved.properties["TRAN_MSG"] = "true"
         with pytest.raises(InvalidMessage):
             await producer.send(reserved)
-        assert producer.instance.routes.cached_route("ok-topic") is None
+        assert producer._client_instance.routes.cached_route("ok-topic") is None
 
 
 async def test_unknown_topic_without_auto_create_is_route_not_found(cluster: Cluster) -> None:

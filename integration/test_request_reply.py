@@ -141,4 +141,4 @@ async def test_a_request_nobody_answers_times_out(cluster: Cluster, create_topic
         with pytest.raises(RequestReplyTimeout) as caught:
             await requester.request(Message(topic, b"hello?"), timeout=3.0)
         assert caught.value.sent is True
-        assert len(requester.instance.replies) == 0
+        assert len(requester._client_instance.replies) == 0

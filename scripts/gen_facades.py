@@ -206,8 +206,7 @@ Args: as :class:`rocketmq_py.Producer`.
             "instance": TRIO_ONLY,
             "register_hook": AUTO,
             "client_id": AUTO,
-            # The trio producer's statistics object is its live counter: hand out a copy.
-            "statistics": Member(result="dataclasses.replace"),
+            "statistics": AUTO,  # a frozen snapshot, built at each call (in the loop thread when blocking)
             "send": Member(aio=Bridge(fast_path=True)),
             "send_oneway": AUTO,
             "send_batch": AUTO,

@@ -78,9 +78,9 @@ async def test_send_many_options() -> None:
 
 def test_fault_tables() -> None:
     with pytest.raises(InvalidOption, match="same length"):
-        FaultConfig(latency_max=(50.0, 100.0), not_available=(0.0,))
+        FaultConfig(latency_max_ms=(50.0, 100.0), not_available_ms=(0.0,))
     with pytest.raises(InvalidOption, match="same length"):
-        LatencyFaultTolerance(latency_max=(50.0,), not_available=())
+        LatencyFaultTolerance(latency_max_ms=(50.0,), not_available_ms=())
 
 
 async def test_transaction_without_a_callback() -> None:

@@ -19,7 +19,10 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ("tests/test_invalid_option.py", "tests/testing/test_cluster_parts.py")
+#: Pure codec modules (no sockets, processes or shared files): this run goes on beside the suite's own,
+#: which runs the same modules at the same time (a launcher module run twice at once fought over its
+#: process registry and failed under load).
+MODULES = ("tests/protocol/test_headers.py", "tests/protocol/test_bodies.py")
 
 
 def _root_conftest(config: pytest.Config) -> Any:

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
@@ -138,8 +137,12 @@ class Producer(AioClient[TrioProducer]):
         return self._client.client_id
 
     def statistics(self) -> ProducerStatistics:
-        """Counters and the fault table (broker -> latency, availability)."""
-        return dataclasses.replace(self._client.statistics())
+        """A snapshot of the counters and the fault table (broker -> latency, availability).
+
+        Returns:
+            A new frozen :class:`ProducerStatistics`, which later sends do not change.
+        """
+        return self._client.statistics()
 
     async def send(
         self,

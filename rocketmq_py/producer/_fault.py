@@ -5,7 +5,7 @@ client's ``MQFaultStrategy`` (protocol.md §7.3):
 
 * :class:`LatencyFaultTolerance` decides whether a broker is *available* (not benched after a
   slow or failed send) and *reachable* (its last send did not fail outright). A send that took
-  ``latency`` ms benches its broker for :func:`duration_for` ``(latency)`` ms; a failed send is
+  ``latency`` ms benches its broker for :func:`bench_ms` ``(latency)`` ms; a failed send is
   judged as if it took :data:`ISOLATION_LATENCY_MS`. A broker's bench only ever grows: a fast
   send does not lift an earlier, longer one.
 * :class:`QueueSelector` walks a topic's queues round-robin from a random start and picks the
@@ -15,6 +15,10 @@ client's ``MQFaultStrategy`` (protocol.md §7.3):
 
 The 4.x client differed (longer benches, ``lastBrokerName`` ignored with fault tolerance on,
 "pick one at least" synthesising a queue); this module implements 5.x only.
+
+Latencies and benches are milliseconds, as in Java, so every name that holds one ends in ``_ms``;
+the clock is in seconds. The tables were once called ``latency_max`` and ``not_available``: those
+keywords and attributes still work for one release, with a :class:`DeprecationWarning`.
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from rocketmq_py._client._route import TopicPublishInfo
+from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py.errors import InvalidOption, RouteNotFound
 from rocketmq_py.protocol._bodies import MessageQueue
 
@@ -39,7 +44,7 @@ __all__ = [
     "FaultItem",
     "LatencyFaultTolerance",
     "QueueSelector",
-    "duration_for",
+    "bench_ms",
 ]
 
 #: Latency thresholds in ms (Java 5.x ``MQFaultStrategy.latencyMax``; 4.x had 1000/2000/3000
@@ -57,23 +62,59 @@ SEND_LATENCY_FAULT_ENABLE: Final = False
 _INT32: Final = 1 << 32
 _POSITIVE_MASK: Final = 0x7FFFFFFF  # Java ThreadLocalIndex.POSITIVE_MASK
 
+_T = TypeVar("_T")
 
-def duration_for(
+
+def _renamed(owner: str, old: str, new: str, old_value: _T | None, new_value: _T | None) -> _T | None:
+    """The value of a keyword renamed from ``old`` to ``new``: warns when ``old`` is used.
+
+    Called from ``owner``'s ``__init__``, so that the warning points at the line that built it.
+
+    Raises:
+        InvalidOption: both names were given.
+    """
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise InvalidOption(f"{owner} got both {new} and its deprecated name {old}: pass only {new}")
+    warn_deprecated(f"{owner}({old}=...) is deprecated; use {new}")
+    return old_value
+
+
+def _checked_tables(
+    owner: str, latency_max_ms: Sequence[float] | None, not_available_ms: Sequence[float] | None
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Both tables as tuples (the Java 5.x ones where ``None``), checked to be of the same length.
+
+    Raises:
+        InvalidOption: the two tables differ in length.
+    """
+    latency = LATENCY_MAX_MS if latency_max_ms is None else tuple(latency_max_ms)
+    bench = NOT_AVAILABLE_DURATION_MS if not_available_ms is None else tuple(not_available_ms)
+    if len(latency) != len(bench):
+        raise InvalidOption(
+            f"{owner}: latency_max_ms and not_available_ms must have the same length, not {len(latency)} "
+            f"and {len(bench)}"
+        )
+    return latency, bench
+
+
+def bench_ms(
     latency_ms: float,
-    latency_max: Sequence[float] = LATENCY_MAX_MS,
-    not_available: Sequence[float] = NOT_AVAILABLE_DURATION_MS,
+    latency_max_ms: Sequence[float] = LATENCY_MAX_MS,
+    not_available_ms: Sequence[float] = NOT_AVAILABLE_DURATION_MS,
 ) -> float:
-    """How long a broker is benched after a send that took ``latency_ms``.
+    """How long, in ms, a broker is benched after a send that took ``latency_ms``.
 
     Args:
         latency_ms: the send's latency (or :data:`ISOLATION_LATENCY_MS` for a failed send).
-        latency_max: ascending latency thresholds.
-        not_available: the bench for each threshold.
+        latency_max_ms: ascending latency thresholds.
+        not_available_ms: the bench for each threshold.
 
     Returns:
-        ``not_available[i]`` for the largest ``i`` with ``latency_ms >= latency_max[i]``, else 0.
+        ``not_available_ms[i]`` for the largest ``i`` with ``latency_ms >= latency_max_ms[i]``, else 0.
     """
-    for threshold, duration in zip(reversed(latency_max), reversed(not_available), strict=True):
+    for threshold, duration in zip(reversed(latency_max_ms), reversed(not_available_ms), strict=True):
         if latency_ms >= threshold:
             return duration
     return 0
@@ -120,39 +161,72 @@ class LatencyFaultTolerance:
 
     Args:
         clock: returns the current time in seconds (monotonic); inject a fake one in tests.
-        latency_max: ascending latency thresholds in ms.
-        not_available: the bench in ms for each threshold.
+        latency_max_ms: ascending latency thresholds in ms (default :data:`LATENCY_MAX_MS`).
+        not_available_ms: the bench in ms for each threshold (default
+            :data:`NOT_AVAILABLE_DURATION_MS`).
         rng: the random source of :meth:`pick_one_at_least`.
+        latency_max, not_available: deprecated names of ``latency_max_ms`` and
+            ``not_available_ms`` (a :class:`DeprecationWarning`).
 
     Raises:
-        InvalidOption: the two tables differ in length.
+        InvalidOption: the two tables differ in length, or a table is given under both names.
     """
 
     def __init__(
         self,
         clock: Callable[[], float] = time.monotonic,
-        latency_max: Sequence[float] = LATENCY_MAX_MS,
-        not_available: Sequence[float] = NOT_AVAILABLE_DURATION_MS,
+        latency_max_ms: Sequence[float] | None = None,
+        not_available_ms: Sequence[float] | None = None,
         rng: random.Random | None = None,
+        *,
+        latency_max: Sequence[float] | None = None,
+        not_available: Sequence[float] | None = None,
     ) -> None:
-        if len(latency_max) != len(not_available):
-            raise InvalidOption("latency_max and not_available must have the same length")
+        owner = "LatencyFaultTolerance"
+        latency_max_ms = _renamed(owner, "latency_max", "latency_max_ms", latency_max, latency_max_ms)
+        not_available_ms = _renamed(
+            owner, "not_available", "not_available_ms", not_available, not_available_ms
+        )
         self._clock = clock
-        self._latency_max = tuple(latency_max)
-        self._not_available = tuple(not_available)
+        self._latency_max_ms, self._not_available_ms = _checked_tables(
+            owner, latency_max_ms, not_available_ms
+        )
         self._rng = rng if rng is not None else random.Random()
         self._items: dict[str, _Item] = {}
         # Brokers whose bench may not be over yet: broker -> available_at.
         self._benched: dict[str, float] = {}
-        # Below this latency no threshold benches (duration_for is 0).
+        # Below this latency no threshold benches (bench_ms is 0).
         self._benching_latency = min(
-            (limit for limit, bench in zip(self._latency_max, self._not_available, strict=True) if bench > 0),
+            (
+                limit
+                for limit, bench in zip(self._latency_max_ms, self._not_available_ms, strict=True)
+                if bench > 0
+            ),
             default=math.inf,
         )
 
+    def bench_ms(self, latency_ms: float) -> float:
+        """How long, in ms, a send that took ``latency_ms`` benches its broker.
+
+        Args:
+            latency_ms: the send's latency.
+
+        Returns:
+            The bench in ms (0: none), from this table's thresholds.
+        """
+        return bench_ms(latency_ms, self._latency_max_ms, self._not_available_ms)
+
     def duration_for(self, latency_ms: float) -> float:
-        """The bench in ms for a send that took ``latency_ms`` (see :func:`duration_for`)."""
-        return duration_for(latency_ms, self._latency_max, self._not_available)
+        """Deprecated name of :meth:`bench_ms` (the result is in ms, so the new name says so).
+
+        Args:
+            latency_ms: the send's latency.
+
+        Returns:
+            The bench in ms.
+        """
+        warn_deprecated("LatencyFaultTolerance.duration_for() is deprecated; use bench_ms()")
+        return self.bench_ms(latency_ms)
 
     def update(self, broker: str, latency_ms: float, isolation: bool, reachable: bool = True) -> None:
         """Record the outcome of one send attempt to ``broker``.
@@ -175,7 +249,7 @@ class LatencyFaultTolerance:
             item.latency_ms = latency_ms
             item.reachable = reachable
         if judged >= self._benching_latency:
-            duration = self.duration_for(judged)
+            duration = self.bench_ms(judged)
             if duration > 0:
                 until = self._clock() + duration / 1000
                 if until > item.available_at:  # only ever extended
@@ -339,27 +413,64 @@ class FaultConfig:
         enabled: route around slow or failing brokers. **On by default**: Java ships it off
             (``sendLatencyFaultEnable=false``), but a Python user expects a producer to avoid a
             sick broker without being told to.
-        latency_max: ascending latency thresholds in ms (Java 5.x values).
-        not_available: how long (ms) a broker is avoided after an attempt that took at least the
-            matching threshold.
+        latency_max_ms: ascending latency thresholds in ms (default :data:`LATENCY_MAX_MS`, Java
+            5.x ``latencyMax``).
+        not_available_ms: how long (ms) a broker is avoided after an attempt that took at least
+            the matching threshold (default :data:`NOT_AVAILABLE_DURATION_MS`, Java 5.x
+            ``notAvailableDuration``).
+        latency_max, not_available: deprecated names of ``latency_max_ms`` and
+            ``not_available_ms`` (a :class:`DeprecationWarning`); readable as attributes too.
 
     Raises:
-        InvalidOption: the two tables differ in length.
+        InvalidOption: the two tables differ in length, or a table is given under both names.
     """
 
     enabled: bool = True
-    latency_max: tuple[float, ...] = LATENCY_MAX_MS
-    not_available: tuple[float, ...] = NOT_AVAILABLE_DURATION_MS
+    latency_max_ms: tuple[float, ...] = LATENCY_MAX_MS
+    not_available_ms: tuple[float, ...] = NOT_AVAILABLE_DURATION_MS
 
-    def __post_init__(self) -> None:
-        if len(self.latency_max) != len(self.not_available):
-            raise InvalidOption(
-                f"latency_max and not_available must have the same length, not {len(self.latency_max)} "
-                f"and {len(self.not_available)}"
-            )
+    def __init__(
+        self,
+        *,
+        enabled: bool = True,
+        latency_max_ms: Sequence[float] | None = None,
+        not_available_ms: Sequence[float] | None = None,
+        latency_max: Sequence[float] | None = None,
+        not_available: Sequence[float] | None = None,
+    ) -> None:
+        """Replaces the dataclass's ``__init__`` only to accept the deprecated names."""
+        owner = "FaultConfig"
+        latency_max_ms = _renamed(owner, "latency_max", "latency_max_ms", latency_max, latency_max_ms)
+        not_available_ms = _renamed(
+            owner, "not_available", "not_available_ms", not_available, not_available_ms
+        )
+        latency, bench = _checked_tables(owner, latency_max_ms, not_available_ms)
+        # Frozen: set the fields as the dataclass's own __init__ would.
+        object.__setattr__(self, "enabled", enabled)
+        object.__setattr__(self, "latency_max_ms", latency)
+        object.__setattr__(self, "not_available_ms", bench)
+
+    @property
+    def latency_max(self) -> tuple[float, ...]:
+        """Deprecated name of :attr:`latency_max_ms`."""
+        warn_deprecated("FaultConfig.latency_max is deprecated; use latency_max_ms")
+        return self.latency_max_ms
+
+    @property
+    def not_available(self) -> tuple[float, ...]:
+        """Deprecated name of :attr:`not_available_ms`."""
+        warn_deprecated("FaultConfig.not_available is deprecated; use not_available_ms")
+        return self.not_available_ms
 
     def build(self, clock: Callable[[], float] = time.monotonic) -> LatencyFaultTolerance | None:
-        """The fault table these settings describe (``None`` when disabled)."""
+        """The fault table these settings describe (``None`` when disabled).
+
+        Args:
+            clock: the table's clock, in seconds (monotonic).
+
+        Returns:
+            A new :class:`LatencyFaultTolerance`, or ``None`` when fault tolerance is off.
+        """
         if not self.enabled:
             return None
-        return LatencyFaultTolerance(clock, self.latency_max, self.not_available)
+        return LatencyFaultTolerance(clock, self.latency_max_ms, self.not_available_ms)

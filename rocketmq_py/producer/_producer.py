@@ -26,6 +26,7 @@ import trio
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
+from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py._tracing._trace_hook import TraceHook, new_trace_hook
 from rocketmq_py.errors import (
     InvalidOption,
@@ -40,7 +41,7 @@ from rocketmq_py.producer._recall import recall_message
 from rocketmq_py.producer._request import send_request
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader
-from rocketmq_py.producer._send_path import ProducerStatistics, SendPath, send_result
+from rocketmq_py.producer._send_path import ProducerCounters, ProducerStatistics, SendPath, send_result
 from rocketmq_py.producer._types import SendResult
 from rocketmq_py.producer._validation import (
     DEFAULT_PRODUCER_GROUP,
@@ -175,7 +176,7 @@ class Producer(SendPath):
         self._selector = QueueSelector()
         self._instance: ClientInstance | None = None
         self._uniq: UniqKeyGenerator | None = None
-        self._stats = ProducerStatistics()
+        self._stats = ProducerCounters()
         self._reserved = RESERVED_PROPERTY_KEYS
         #: False when the producer runs on another client's instance (see :meth:`_attach`).
         self._owns_instance = True
@@ -204,10 +205,10 @@ class Producer(SendPath):
     @property
     def client_id(self) -> str:
         """``ip@instance``, as brokers see this client (raises StateError before it is started)."""
-        return self.instance.client_id
+        return self._client_instance.client_id
 
     @property
-    def instance(self) -> ClientInstance:
+    def _client_instance(self) -> ClientInstance:
         """The client instance this producer runs on (connections, routes, heartbeats).
 
         Raises:
@@ -216,6 +217,23 @@ class Producer(SendPath):
         if self._instance is None:
             raise StateError("the producer is not started: use `async with Producer(...) as producer`")
         return self._instance
+
+    @property
+    def instance(self) -> Any:
+        """Deprecated: the client instance is internal (its type is not part of the API).
+
+        Use :attr:`client_id` for how the brokers know this producer and :meth:`statistics` for
+        its counters.
+
+        Raises:
+            StateError: the producer is not started.
+        """
+        name = type(self).__name__
+        warn_deprecated(
+            f"{name}.instance is deprecated: the client instance is internal (use {name}.client_id "
+            f"for the client id, {name}.statistics() for the counters)"
+        )
+        return self._client_instance
 
     async def __aenter__(self) -> Self:
         if self._instance is not None:
@@ -278,7 +296,7 @@ class Producer(SendPath):
         if not self._owns_instance:
             self._detach()
             return None
-        instance, self._instance = self.instance, None
+        instance, self._instance = self._client_instance, None
         running, self._trace_running = self._trace_running, None
         try:
             if running is not None:  # the last trace records are flushed while the instance is up
@@ -293,10 +311,12 @@ class Producer(SendPath):
             await self.__aexit__(None, None, None)
 
     def statistics(self) -> ProducerStatistics:
-        """Counters and the fault table (broker -> latency, availability)."""
-        stats = self._stats
-        stats.fault = {name: item for name, item in self._fault.snapshot().items()} if self._fault else {}
-        return stats
+        """A snapshot of the counters and the fault table (broker -> latency, availability).
+
+        Returns:
+            A new frozen :class:`ProducerStatistics`, which later sends do not change.
+        """
+        return self._stats.snapshot(self._fault)
 
     # --- sending ---------------------------------------------------------------------------------------
 
@@ -399,7 +419,7 @@ class Producer(SendPath):
             )
 
         return await send_request(
-            self.instance, message, send, timeout=self.send_timeout if timeout is None else timeout
+            self._client_instance, message, send, timeout=self.send_timeout if timeout is None else timeout
         )
 
     async def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
@@ -408,13 +428,15 @@ class Producer(SendPath):
         if self.namespace is not None:
             message, queue = wire_message(self.namespace, message), wire_queue(self.namespace, queue)
         with trio.move_on_after(self.send_timeout):
-            info = await self.instance.routes.publish_info(message.topic)
+            info = await self._client_instance.routes.publish_info(message.topic)
             mq = queue or self._selector.select(info, None, self._fault)
             if self._hooks:
                 await self._send_oneway_hooked(message, mq)
             else:
                 address, fields, body = await self._prepare(message, mq, batch=False)
-                await self.instance.api.send_message_oneway(address, fields, body, reply=is_reply(message))
+                await self._client_instance.api.send_message_oneway(
+                    address, fields, body, reply=is_reply(message)
+                )
             self._stats.sent += 1
             return
         # Our error, not trio.TooSlowError (which is outside the error tree).
@@ -430,7 +452,9 @@ class Producer(SendPath):
         started = trio.current_time()
         try:
             address, fields, body = await self._prepare(message, mq, batch=False)
-            await self.instance.api.send_message_oneway(address, fields, body, reply=is_reply(message))
+            await self._client_instance.api.send_message_oneway(
+                address, fields, body, reply=is_reply(message)
+            )
         except BaseException as exc:
             ctx.exception = exc
             raise
@@ -515,7 +539,7 @@ class Producer(SendPath):
         if self.namespace is not None:  # the handle names the topic as the broker stored it
             topic = wrap_name(self.namespace, topic)
         return await recall_message(
-            self.instance,
+            self._client_instance,
             self.group,
             topic,
             recall_handle,

@@ -167,7 +167,7 @@ async def send_many(
             for index, message in enumerate(messages):
                 queue = None
                 if message.sharding_key is not None:
-                    info = await producer.instance.routes.publish_info(message.topic)
+                    info = await producer._client_instance.routes.publish_info(message.topic)
                     queue = select_by_sharding_key(info.queues, message, None)
                 for chunk in batcher.add(message, index, queue):
                     await loop.dispatch(chunk)

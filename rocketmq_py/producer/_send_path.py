@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final
 
 import trio
@@ -38,7 +39,7 @@ from rocketmq_py.errors import (
 )
 from rocketmq_py.hooks import Hook, SendContext, call_hooks
 from rocketmq_py.producer._attempts import FailedAttempt, attempt_timeout, describe_attempts
-from rocketmq_py.producer._fault import LatencyFaultTolerance, QueueSelector
+from rocketmq_py.producer._fault import FaultItem, LatencyFaultTolerance, QueueSelector
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader, SendParts
 from rocketmq_py.producer._types import SendResult, SendStatus
@@ -56,7 +57,7 @@ from rocketmq_py.protocol import (
 )
 from rocketmq_py.protocol._frozen import slot_builder
 
-__all__ = ["ROUTE_RECHECK_INTERVAL", "ProducerStatistics", "SendPath"]
+__all__ = ["ROUTE_RECHECK_INTERVAL", "ProducerCounters", "ProducerStatistics", "SendPath"]
 
 log = logging.getLogger("rocketmq_py.producer")
 
@@ -71,6 +72,7 @@ _CUT_GRACE = 0.005
 _SLOW_PATH_KEYS: Final = DELIVERY_TIME_KEYS | {PropertyKey.MESSAGE_TYPE}
 
 send_result: Final = slot_builder(SendResult)
+_NO_FAULTS: Final[Mapping[str, FaultItem]] = MappingProxyType({})
 _STATUS_BY_CODE: Final = {status.value: status for status in SendStatus}
 
 
@@ -78,24 +80,51 @@ class _DeadlinePassed(Exception):
     """Internal: the send's deadline passed (turned into RequestTimeout by ``_send``)."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ProducerStatistics:
-    """Counters of one producer (see :meth:`Producer.statistics`).
+    """A snapshot of one producer's counters and fault table (see :meth:`Producer.statistics`).
+
+    Built at each call: it does not change as the producer sends more.
 
     Attributes:
         sent: sends that succeeded (a batch counts once; oneway sends once written).
         failed: sends that raised, after their retries.
         attempts: attempts made by sends (first tries and retries).
         retries: attempts after the first of their send.
-        fault: the latency fault table at the last :meth:`Producer.statistics` call, broker name
-            -> :class:`FaultItem` (empty with fault tolerance off).
+        fault: the latency fault table when the snapshot was taken, broker name ->
+            :class:`FaultItem` (read-only; empty with fault tolerance off).
     """
+
+    # Defaults and field order as when this was the live object, so that code building one still works.
+    sent: int = 0
+    failed: int = 0
+    attempts: int = 0
+    retries: int = 0
+    fault: Mapping[str, FaultItem] = field(default_factory=lambda: _NO_FAULTS)
+
+    def __post_init__(self) -> None:
+        if type(self.fault) is not MappingProxyType:  # a read-only copy of a table given as a dict
+            object.__setattr__(self, "fault", MappingProxyType(dict(self.fault)))
+
+
+@dataclass(slots=True)
+class ProducerCounters:
+    """The producer's own, live counters (:class:`ProducerStatistics` is their snapshot)."""
 
     sent: int = 0
     failed: int = 0
     attempts: int = 0
     retries: int = 0
-    fault: dict[str, Any] = field(default_factory=dict)
+
+    def snapshot(self, fault: LatencyFaultTolerance | None) -> ProducerStatistics:
+        """The counters now, with a read-only copy of ``fault``'s table."""
+        return ProducerStatistics(
+            sent=self.sent,
+            failed=self.failed,
+            attempts=self.attempts,
+            retries=self.retries,
+            fault=_NO_FAULTS if fault is None else MappingProxyType(fault.snapshot()),
+        )
 
 
 class SendPath:
@@ -115,13 +144,13 @@ class SendPath:
     _fault: LatencyFaultTolerance | None
     _selector: QueueSelector
     _uniq: UniqKeyGenerator | None
-    _stats: ProducerStatistics
+    _stats: ProducerCounters
     _route_rechecked: dict[str, float]
     _now: Callable[[], float]
     _hooks: list[Hook]
 
     @property
-    def instance(self) -> ClientInstance:
+    def _client_instance(self) -> ClientInstance:
         raise NotImplementedError
 
     async def _send(
@@ -158,7 +187,7 @@ class SendPath:
         return result
 
     async def _publish_info(self, topic: str, deadline: float) -> TopicPublishInfo:
-        routes = self.instance.routes
+        routes = self._client_instance.routes
         info = routes.cached_publish_info(topic)
         if info is not None:
             return info
@@ -181,7 +210,7 @@ class SendPath:
 
         ``now`` is the clock when the send began (the first attempt's start).
         """
-        routes = self.instance.routes
+        routes = self._client_instance.routes
         topic = message.topic
         info = routes.cached_publish_info(topic) or await self._publish_info(topic, deadline)
         single = selector is not None or queue is not None
@@ -287,11 +316,11 @@ class SendPath:
         if now < self._route_rechecked.get(topic, -math.inf) + ROUTE_RECHECK_INTERVAL:
             return
         self._route_rechecked[topic] = now
-        self.instance.nursery.start_soon(self._refresh_route, topic)
+        self._client_instance.nursery.start_soon(self._refresh_route, topic)
 
     async def _refresh_route(self, topic: str) -> None:
         try:
-            await self.instance.routes.update(topic)
+            await self._client_instance.routes.update(topic)
         except RocketMQError as exc:  # the cached route stays (StateError: the client is closing)
             log.info("route recheck of %s failed: %s", topic, exc)
 
@@ -332,7 +361,7 @@ class SendPath:
         self, message: Message, mq: MessageQueue, *, batch: bool, oneway: bool, attempt: int = 1
     ) -> SendContext:
         """What the hooks get for one attempt of sending ``message`` to ``mq``."""
-        instance = self.instance
+        instance = self._client_instance
         properties = message.properties
         return SendContext(
             producer_group=self.group,
@@ -358,7 +387,7 @@ class SendPath:
         timeout: float,  # noqa: ASYNC109
     ) -> SendResult:
         """One attempt, all of it (master address, connect, request) within ``timeout`` seconds."""
-        instance = self.instance
+        instance = self._client_instance
         api = instance.api
         address = instance.routes.master_address(mq.broker_name)
         if (
@@ -448,10 +477,10 @@ class SendPath:
         The header fields are built directly (no typed-header round trip: this runs per message);
         ``tests/producer`` checks them against :func:`send_header_fields` of the typed header.
         """
-        address = await self.instance.routes.require_master(mq.topic, mq.broker_name)
+        address = await self._client_instance.routes.require_master(mq.topic, mq.broker_name)
         if not batch and not DELIVERY_TIME_KEYS.isdisjoint(message.properties):
             # A 4.x broker would deliver at once.
-            await require_timer_support(self.instance, address, mq.broker_name, message.properties)
+            await require_timer_support(self._client_instance, address, mq.broker_name, message.properties)
         parts, body = self._parts(message, mq, batch=batch)
         return address, self._send_header.fields(mq, parts, batch=batch), body
 

@@ -164,7 +164,7 @@ class TransactionProducer(Producer):
         message: Message | None = None,
     ) -> None:
         _, _, commit_log_offset = decode_offset_msg_id(result.offset_msg_id)
-        address = self.instance.routes.master_address(result.queue.broker_name)
+        address = self._client_instance.routes.master_address(result.queue.broker_name)
         if address is None:
             log.warning(
                 "no master for %s: END_TRANSACTION of %s not sent", result.queue.broker_name, result.msg_id
@@ -182,7 +182,7 @@ class TransactionProducer(Producer):
             broker_name=result.queue.broker_name,
         )
         try:
-            await self.instance.api.end_transaction(address, header, remark)
+            await self._client_instance.api.end_transaction(address, header, remark)
         except RocketMQError as exc:  # the broker will check back
             log.warning("END_TRANSACTION of %s to %s failed: %s", result.msg_id, address, exc)
         if self._trace is not None and message is not None:
@@ -230,7 +230,7 @@ class TransactionProducer(Producer):
         # The broker that asked is the one that stored the message: its store address.
         address = message.store_host
         try:
-            await self.instance.api.end_transaction(address, end, remark)
+            await self._client_instance.api.end_transaction(address, end, remark)
         except RocketMQError as exc:
             log.warning("END_TRANSACTION (check) of %s to %s failed: %s", uniq, address, exc)
         if self._trace is not None:

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
@@ -137,8 +136,12 @@ class Producer(SyncClient[TrioProducer]):
         return self._client.client_id
 
     def statistics(self) -> ProducerStatistics:
-        """Counters and the fault table (broker -> latency, availability)."""
-        return self._read(lambda: dataclasses.replace(self._client.statistics()))
+        """A snapshot of the counters and the fault table (broker -> latency, availability).
+
+        Returns:
+            A new frozen :class:`ProducerStatistics`, which later sends do not change.
+        """
+        return self._read(self._client.statistics)
 
     def send(
         self,

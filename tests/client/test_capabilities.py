@@ -73,15 +73,15 @@ async def test_the_first_send_asks_the_broker_its_release_with_a_heartbeat(
         broker.add_topic(TOPIC, queues=QUEUES)
         namesrv.set_route(TOPIC, route_to(broker))
         async with Producer("pg", namesrv=namesrv.address, heartbeat_interval=3600) as producer:
-            await producer.instance.routes.publish_info(TOPIC)
+            await producer._client_instance.routes.publish_info(TOPIC)
             # The route is known, the broker's release not: no reply from it yet.
-            assert broker.address not in producer.instance.api.peer_versions
+            assert broker.address not in producer._client_instance.api.peer_versions
             with pytest.raises(DeliveryTimeNotSupported):
                 await producer.send(timed(PropertyKey.TIMER_DELIVER_MS, "5000"))
             # (the heartbeat loop, woken by the new broker, may have sent one too)
             beats = len(broker.requests(RequestCode.HEART_BEAT))
             assert beats >= 1
-            assert producer.instance.api.peer_versions[broker.address] == V4_9_7
+            assert producer._client_instance.api.peer_versions[broker.address] == V4_9_7
             # Known now: the next one asks nothing.
             with pytest.raises(DeliveryTimeNotSupported):
                 await producer.send(timed(PropertyKey.TIMER_DELIVER_MS, "5000"))
@@ -108,7 +108,7 @@ async def test_a_5x_broker_takes_a_delivery_time(
         fb.add_topic(TOPIC, queues=QUEUES)
         async with Producer("pg", namesrv=fb.address) as producer:
             await producer.send(timed(PropertyKey.TIMER_DELIVER_MS, "5000"))
-            assert producer.instance.api.peer_versions[fb.address] == version
+            assert producer._client_instance.api.peer_versions[fb.address] == version
         assert stored(fb) == [b"later"]
 
 

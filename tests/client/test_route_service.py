@@ -216,7 +216,7 @@ async def test_cached_route_keeps_working_when_the_namesrv_is_gone(
             assert len(refresh_failures) == 3
             assert all("keeping the cached route" in text for text in refresh_failures)
             results = [await producer.send(Message(cluster.topic, b"after")) for _ in range(4)]
-            assert producer.instance.routes.cached_route(cluster.topic) == route
+            assert producer._client_instance.routes.cached_route(cluster.topic) == route
     assert cluster.route_queries(namesrv) == [cluster.topic]
     assert first.queue.topic == cluster.topic
     assert {r.queue.broker_name for r in results} == {"broker-a", "broker-b"}
@@ -327,6 +327,6 @@ async def test_brokers_known_through_tbw102_stay_while_the_topic_has_no_route(
         async with Producer("pg", namesrv=cluster.namesrv.address, poll_namesrv_interval=10.0) as producer:
             await producer.send(Message("NewTopic", b"1"))
             await trio.sleep(11)  # a refresh: the NameServer still does not know NewTopic
-            assert producer.instance.routes.master_address("broker-c") == c.address
+            assert producer._client_instance.routes.master_address("broker-c") == c.address
             await producer.send(Message("NewTopic", b"2"))
         assert len(c.requests(RequestCode.SEND_MESSAGE_V2)) == 2

@@ -17,7 +17,7 @@ from rocketmq_py.producer._fault import (
     FaultItem,
     LatencyFaultTolerance,
     QueueSelector,
-    duration_for,
+    bench_ms,
 )
 from rocketmq_py.protocol import MessageQueue
 
@@ -67,18 +67,18 @@ def test_java_5x_tables() -> None:
         (10**9, 30000),
     ],
 )
-def test_duration_boundaries(latency: int, duration: int) -> None:
-    assert duration_for(latency) == duration
-    assert LatencyFaultTolerance().duration_for(latency) == duration
+def test_bench_boundaries(latency: int, duration: int) -> None:
+    assert bench_ms(latency) == duration
+    assert LatencyFaultTolerance().bench_ms(latency) == duration
 
 
 def test_custom_tables() -> None:
-    assert duration_for(10, (5, 20), (100, 200)) == 100
-    assert duration_for(1, (5, 20), (100, 200)) == 0
-    fault = LatencyFaultTolerance(latency_max=(5,), not_available=(100,))
-    assert fault.duration_for(5) == 100
+    assert bench_ms(10, (5, 20), (100, 200)) == 100
+    assert bench_ms(1, (5, 20), (100, 200)) == 0
+    fault = LatencyFaultTolerance(latency_max_ms=(5,), not_available_ms=(100,))
+    assert fault.bench_ms(5) == 100
     with pytest.raises(ValueError, match="same length"):
-        LatencyFaultTolerance(latency_max=(1, 2), not_available=(1,))
+        LatencyFaultTolerance(latency_max_ms=(1, 2), not_available_ms=(1,))
 
 
 # --- availability --------------------------------------------------------------------------------

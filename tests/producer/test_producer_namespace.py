@@ -53,7 +53,7 @@ async def test_send_wraps_topic_and_group_and_unwraps_the_result(
     async with make_producer(namespace=NS) as producer:
         assert producer.group == "ns1%pg-test"
         result = await producer.send(message)
-        await producer.instance.heartbeat_all()
+        await producer._client_instance.heartbeat_all()
 
     assert cluster.route_queries() == [WIRE_TOPIC]
     fb = cluster.broker(result.queue.broker_name)

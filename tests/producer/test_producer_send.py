@@ -203,7 +203,7 @@ async def test_send_oneway_does_not_wait_for_a_reply(
         (stored,) = cluster.a.messages(cluster.topic, 0)
         assert stored.body == b"fire"
         assert stored.uniq_key == cluster.uniq_key(request)
-        assert producer.instance.api.pool.statistics().pending_requests == 0
+        assert producer._client_instance.api.pool.statistics().pending_requests == 0
         assert producer.statistics().sent == 1
 
 

@@ -172,7 +172,7 @@ async def test_request_returns_the_reply_the_broker_pushes(broker: FakeBroker) -
             assert properties[PropertyKey.REPLY_TO_CLIENT] == producer.client_id
             assert properties[PropertyKey.MESSAGE_TTL] == "5000"
             assert len(properties[PropertyKey.CORRELATION_ID]) == 36  # a UUID, as Java's
-            assert len(producer.instance.replies) == 1
+            assert len(producer._client_instance.replies) == 1
             response = await _push(broker, create_reply(request, b"4"))
             assert response.code == ResponseCode.SUCCESS
         [reply] = replies
@@ -181,7 +181,7 @@ async def test_request_returns_the_reply_the_broker_pushes(broker: FakeBroker) -
         assert reply.properties[PropertyKey.CORRELATION_ID] == properties[PropertyKey.CORRELATION_ID]
         assert PropertyKey.REPLY_MESSAGE_ARRIVE_TIME in reply.properties
         assert reply.store_host == broker.address
-        assert len(producer.instance.replies) == 0
+        assert len(producer._client_instance.replies) == 0
 
 
 async def test_the_first_request_to_a_topic_heartbeats_before_it_is_sent(broker: FakeBroker) -> None:
@@ -208,11 +208,11 @@ async def test_no_reply_is_a_typed_timeout_and_a_late_reply_is_dropped(
         assert error.timeout == 2.0
         [request] = _requests(broker)
         assert error.correlation_id == request.properties[PropertyKey.CORRELATION_ID]
-        assert len(producer.instance.replies) == 0
+        assert len(producer._client_instance.replies) == 0
         # The responder answers after the requester gave up: acknowledged, dropped.
         response = await _push(broker, create_reply(request, b"too late"))
         assert response.code == ResponseCode.SUCCESS
-        assert producer.instance.replies.dropped == 1
+        assert producer._client_instance.replies.dropped == 1
 
 
 async def test_a_request_that_could_not_be_sent_in_time_says_so(
@@ -223,7 +223,7 @@ async def test_a_request_that_could_not_be_sent_in_time_says_so(
         with pytest.raises(RequestReplyTimeout) as caught:
             await producer.request(Message(TOPIC, b"hello"), timeout=1.5)
         assert caught.value.sent is False
-        assert len(producer.instance.replies) == 0
+        assert len(producer._client_instance.replies) == 0
 
 
 async def test_a_cancelled_request_leaves_no_waiting_entry(
@@ -233,7 +233,7 @@ async def test_a_cancelled_request_leaves_no_waiting_entry(
         with trio.move_on_after(1.0) as scope:
             await producer.request(Message(TOPIC, b"hello"), timeout=30.0)
         assert scope.cancelled_caught
-        assert len(producer.instance.replies) == 0
+        assert len(producer._client_instance.replies) == 0
 
 
 async def test_concurrent_requests_get_their_own_replies(broker: FakeBroker) -> None:

@@ -32,7 +32,7 @@ async def test_direct_fields_equal_the_typed_header(
     async with FakeBroker() as fb:
         fb.add_topic(topic, queues=2)
         async with Producer("hdr-test", namesrv=fb.address) as producer:
-            await producer.instance.routes.update(topic)
+            await producer._client_instance.routes.update(topic)
             message = Message(topic, body, properties=properties)
             mq = MessageQueue(topic, fb.broker_name, 1)
             _, fields, sent_body = await producer._prepare(message, mq, batch=batch)

@@ -68,7 +68,7 @@ async def test_a_sharding_key_keeps_its_queue_and_its_row_order(bulk_cluster: Bu
         m.sharding_key = keys[i % 5]
         messages.append(m)
     async with bulk_cluster.producer() as producer:
-        info = await producer.instance.routes.publish_info(TOPIC)
+        info = await producer._client_instance.routes.publish_info(TOPIC)
         counts = await send_many(producer, messages, batch_size=16, max_in_flight=8)
     assert counts.messages == 300
     stored = bodies_by_queue(bulk_cluster)

@@ -4,7 +4,7 @@ Private to rocketmq-py: ``_client`` is its only user. Everything here moves byte
 command means is the business of :mod:`rocketmq_py.protocol` and the layers above.
 """
 
-from rocketmq_py._transport._connection import Connection, ConnectionStatistics
+from rocketmq_py._transport._connection import Connection
 from rocketmq_py._transport._diagnosis import DEFAULT_CLOSE_ON_TIMEOUT
 from rocketmq_py._transport._hooks import AclRPCHook, RPCHook, acl_signature
 from rocketmq_py._transport._inbound import RequestHandler
@@ -15,6 +15,7 @@ from rocketmq_py._transport._open import (
     start_connection,
 )
 from rocketmq_py._transport._pool import ConnectionPool, PoolStatistics
+from rocketmq_py._transport._statistics import ConnectionStatistics
 
 __all__ = [
     "DEFAULT_CLOSE_ON_TIMEOUT",

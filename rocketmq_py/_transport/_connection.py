@@ -31,7 +31,6 @@ import dataclasses
 import logging
 import math
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, NoReturn
 
 import outcome
@@ -46,6 +45,7 @@ from rocketmq_py._transport._diagnosis import (
 from rocketmq_py._transport._hooks import RPCHook
 from rocketmq_py._transport._inbound import InboundRequests, RequestHandler, code_name
 from rocketmq_py._transport._io import ReadWrite, translate_io_errors
+from rocketmq_py._transport._statistics import ConnectionStatistics
 from rocketmq_py._transport._writer import FrameWriter
 from rocketmq_py.errors import (
     ClientError,
@@ -59,7 +59,7 @@ from rocketmq_py.protocol._codes import FLAG_ONEWAY, SerializeType
 from rocketmq_py.protocol._command import RemotingCommand
 from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE, FrameBuffer
 
-__all__ = ["Connection", "ConnectionStatistics"]
+__all__ = ["Connection"]
 
 logger = logging.getLogger("rocketmq_py.transport")
 
@@ -67,27 +67,6 @@ logger = logging.getLogger("rocketmq_py.transport")
 RECEIVE_CHUNK: Final = 256 * 1024
 # Opaques are non-negative int32 values, wrapping back to 0.
 _OPAQUE_MASK: Final = 0x7FFFFFFF
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionStatistics:
-    """A snapshot of one connection's state (:meth:`Connection.statistics`).
-
-    Attributes:
-        address: the peer, ``"host:port"``.
-        pending_requests: our requests waiting for a response.
-        running_handlers: broker -> client requests being handled.
-        frames_sent: frames written so far (requests, oneways and our responses).
-        frames_received: frames read so far.
-        closed: whether the connection is closed (every call fails with ConnectionFailed).
-    """
-
-    address: str
-    pending_requests: int
-    running_handlers: int
-    frames_sent: int
-    frames_received: int
-    closed: bool
 
 
 class _Slot:

@@ -19,17 +19,9 @@ then, as ``async with`` would have (offsets committed, the client unregistered),
 ResourceWarning naming it: a parked *keeper* task of the guest does that when it is cancelled. A
 listener still running then fails with :class:`~rocketmq_py.errors.ListenerCancelled`.
 
-Trio's guest mode waits for I/O in a helper thread whenever trio has nothing to run, and getting
-it back costs a round trip through that thread (a wake-up socket, then the loop's self-pipe): more
-CPU than a listener call itself. While listener tasks it waits for are running on the loop, a
-*spinner* task keeps trio runnable for a few loop iterations (each polls trio's I/O without
-waiting), so that a listener finishing at once is picked up in the next iteration; after
-``_SPIN_TICKS`` iterations with no listener finishing, the spinner parks and trio waits as usual
-(a listener awaiting slow I/O costs no busy loop). The same goes the other way: once a call's
-result is set on its asyncio caller's future, the caller resumes in the next loop iteration and
-usually calls again (a send loop), so the spinner keeps trio runnable for ``_SPIN_AFTER_RESULT``
-iterations after the last result. Measured: asyncio sends went from about 0.78 to 0.85 of the trio
-API's rate (``benchmarks/producer.py --sides ours,aio``).
+While work crosses in either direction, a *spinner* task keeps trio runnable for a few loop
+iterations, so that trio does not wait for I/O in guest mode's helper thread just before the loop
+hands it the next piece (:mod:`rocketmq_py.aio._spinner`).
 """
 
 from __future__ import annotations
@@ -47,6 +39,7 @@ from sniffio import thread_local as sniffio_thread_local
 
 from rocketmq_py.aio._loop_calls import _LoopCall, _Parked, _Resume
 from rocketmq_py.aio._shutdown import Closable, cancelled_by_itself, close_left_open, cut_by_shutdown
+from rocketmq_py.aio._spinner import Spinner
 from rocketmq_py.errors import StateError
 
 __all__ = ["TrioGuest", "guest_for_running_loop"]
@@ -57,11 +50,6 @@ T = TypeVar("T")
 _MAX_WORKERS = 1024
 #: Workers kept parked for the next burst; more idle ones end.
 _MAX_IDLE_WORKERS = 256
-#: Loop iterations the spinner keeps trio awake with no listener task finishing, before it parks.
-_SPIN_TICKS = 8
-#: Loop iterations it keeps trio awake after a call's result went to its asyncio caller, when no
-#: listener runs: the caller resumes in the next iteration and often calls again at once.
-_SPIN_AFTER_RESULT = 2
 
 
 # asyncio's own way of making a task current while it runs a step (private, but what its eager task
@@ -109,15 +97,11 @@ class TrioGuest:
         self._queue: deque[_Call] = deque()
         self._idle: list[trio.lowlevel.Task] = []
         self._workers = 0
-        self._on_loop = 0  # listener tasks running on the loop that trio tasks wait for
-        self._finished_on_loop = 0  # how many of those have finished, ever
-        self._results = 0  # how many call results (or errors) went to asyncio callers, ever
-        self._spinner: trio.lowlevel.Task | None = None  # parked spinner
+        self._spin = Spinner()
         self._loop_calls: deque[_LoopCall] = deque()  # run_on_loop calls no loop worker took yet
         self._loop_idle: list[_Parked] = []  # parked loop workers
         self._loop_workers = 0
         self._loop_waking = False  # a loop worker was woken (or made) and has not run yet
-        self.spin_ticks = 0  # loop iterations spent spinning (for tests and benchmarks)
         #: The clients open on this loop (``open()`` adds, ``aclose()`` removes): closed by the
         #: keeper if the loop shuts down first.
         self.open_clients: set[Closable] = set()
@@ -133,6 +117,11 @@ class TrioGuest:
     def running(self) -> bool:
         """Whether the trio run is up (some client is open on this loop)."""
         return self._nursery is not None
+
+    @property
+    def spin_ticks(self) -> int:
+        """Loop iterations the spinner spent keeping trio awake, ever (for tests and benchmarks)."""
+        return self._spin.ticks
 
     # --- lifetime -------------------------------------------------------------------------------
 
@@ -198,7 +187,7 @@ class TrioGuest:
             return
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._spin)
+            nursery.start_soon(self._spin.run)
             assert self._ready is not None
             if not self._ready.done():
                 self._ready.set_result(None)
@@ -281,6 +270,7 @@ class TrioGuest:
         bridge): a cancelled call ends its scope, and the worker opens a new one.
         """
         queue = self._queue
+        spin = self._spin
         try:
             while True:
                 with trio.CancelScope() as scope:
@@ -296,9 +286,9 @@ class TrioGuest:
                         call.scope = scope
                         await _run_call(call)
                         call.scope = None
-                        self._results += 1
-                        if self._spinner is not None:  # keep trio awake for the caller's next call
-                            spinner, self._spinner = self._spinner, None
+                        spin.results += 1
+                        if spin.task is not None:  # keep trio awake for the caller's next call
+                            spinner, spin.task = spin.task, None
                             trio.lowlevel.reschedule(spinner)
                         if scope.cancel_called:  # cancelled, but the call swallowed it
                             break
@@ -353,16 +343,17 @@ class TrioGuest:
             call = _LoopCall(coro_fn, args, trio.lowlevel.current_task())
             self._loop_calls.append(call)
             self._wake_loop_worker()
-        self._on_loop += 1
-        if self._spinner is not None:
-            spinner, self._spinner = self._spinner, None
+        spin = self._spin
+        spin.on_loop += 1
+        if spin.task is not None:
+            spinner, spin.task = spin.task, None
             trio.lowlevel.reschedule(spinner)
 
         def abort(raise_cancel: Callable[[], Any]) -> trio.lowlevel.Abort:
             call.raise_cancel = raise_cancel
             if call.worker is None:  # still queued: a worker will skip it
                 call.skip = True
-                self._on_loop -= 1
+                spin.on_loop -= 1
                 return trio.lowlevel.Abort.SUCCEEDED
             call.worker.cancel()
             return trio.lowlevel.Abort.FAILED  # the worker wakes us once the call has ended
@@ -445,31 +436,10 @@ class TrioGuest:
 
     def _finish_loop_call(self, call: _LoopCall, result: outcome.Outcome[Any]) -> None:
         call.worker = None
-        self._on_loop -= 1
-        self._finished_on_loop += 1
+        spin = self._spin
+        spin.on_loop -= 1
+        spin.finished_on_loop += 1
         trio.lowlevel.reschedule(call.trio_task, result)
-
-    async def _spin(self) -> None:
-        """Keeps trio runnable while the loop is about to hand it work (see the module's docstring).
-
-        Parked until :meth:`run_on_loop` starts a listener task or a call's result goes to its
-        asyncio caller; then checkpoints once per loop iteration until ``_SPIN_TICKS`` iterations
-        (``_SPIN_AFTER_RESULT`` when no listener runs) passed with no listener finishing and no
-        result handed over.
-        """
-        while True:
-            self._spinner = trio.lowlevel.current_task()
-            await trio.lowlevel.wait_task_rescheduled(self._abort_spinner)
-            quiet = 0
-            while quiet < (_SPIN_TICKS if self._on_loop else _SPIN_AFTER_RESULT):
-                progress = self._finished_on_loop + self._results
-                await trio.lowlevel.cancel_shielded_checkpoint()
-                self.spin_ticks += 1
-                quiet = 0 if self._finished_on_loop + self._results != progress else quiet + 1
-
-    def _abort_spinner(self, _: Any) -> trio.lowlevel.Abort:
-        self._spinner = None
-        return trio.lowlevel.Abort.SUCCEEDED
 
 
 class _Call:

@@ -10,7 +10,7 @@ thread only when it has nothing to run. Nothing crosses a thread per call:
 - trio → asyncio (:meth:`TrioGuest.run_on_loop`): a listener coroutine runs in one of the guest's
   loop workers (asyncio tasks on the user's loop that take queued calls one after another, as a
   thread pool's threads do); the trio task that awaits it sleeps until it is done. A trio cancel
-  (a consume timeout, a shutdown) cancels that call and waits for it to end.
+  (a consume timeout, a shutdown) cancels that call and waits for it to end (:mod:`._loop_workers`).
 
 The guest starts with the first client entered on a loop and ends when the last one leaves, so a
 loop left without clients has no trio run, no helper thread and no sockets. A client still open
@@ -27,18 +27,16 @@ hands it the next piece (:mod:`rocketmq_py.aio._spinner`).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 import outcome
 import trio
-from sniffio import thread_local as sniffio_thread_local
 
-from rocketmq_py.aio._loop_calls import _LoopCall, _Parked, _Resume
-from rocketmq_py.aio._shutdown import Closable, cancelled_by_itself, close_left_open, cut_by_shutdown
+from rocketmq_py.aio._loop_workers import LoopWorkers
+from rocketmq_py.aio._shutdown import Closable, close_left_open
 from rocketmq_py.aio._spinner import Spinner
 from rocketmq_py.errors import StateError
 
@@ -52,14 +50,11 @@ _MAX_WORKERS = 1024
 _MAX_IDLE_WORKERS = 256
 
 
-# asyncio's own way of making a task current while it runs a step (private, but what its eager task
-# start does); without them every call starts in its worker's next step.
-_enter_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = getattr(
-    asyncio.tasks, "_enter_task", None
-)
-_leave_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] = getattr(
-    asyncio.tasks, "_leave_task", lambda loop, task: None
-)
+class _RunOnLoop(Protocol):
+    """The signature of :meth:`TrioGuest.run_on_loop`."""
+
+    def __call__(self, coro_fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> Awaitable[T]: ...
+
 
 _GUESTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TrioGuest] = weakref.WeakKeyDictionary()
 
@@ -98,10 +93,11 @@ class TrioGuest:
         self._idle: list[trio.lowlevel.Task] = []
         self._workers = 0
         self._spin = Spinner()
-        self._loop_calls: deque[_LoopCall] = deque()  # run_on_loop calls no loop worker took yet
-        self._loop_idle: list[_Parked] = []  # parked loop workers
-        self._loop_workers = 0
-        self._loop_waking = False  # a loop worker was woken (or made) and has not run yet
+        self._loop_workers = LoopWorkers(loop, self._spin)
+        #: (In trio) await ``coro_fn(*args)`` in an asyncio task on the loop and wait for its result:
+        #: :meth:`LoopWorkers.run_on_loop <rocketmq_py.aio._loop_workers.LoopWorkers.run_on_loop>`
+        #: itself, not a wrapper (no extra frame per listener call).
+        self.run_on_loop: _RunOnLoop = self._loop_workers.run_on_loop
         #: The clients open on this loop (``open()`` adds, ``aclose()`` removes): closed by the
         #: keeper if the loop shuts down first.
         self.open_clients: set[Closable] = set()
@@ -187,6 +183,7 @@ class TrioGuest:
             return
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            self._loop_workers.start()
             nursery.start_soon(self._spin.run)
             assert self._ready is not None
             if not self._ready.done():
@@ -200,10 +197,7 @@ class TrioGuest:
             keeper.cancel()  # nothing left open for it to close
         self._closing_left_open = False
         ready, done = self._ready, self._done
-        idle, self._loop_idle = self._loop_idle, []
-        for parked in idle:  # parked loop workers end
-            parked.wake.cancel()
-        self._loop_waking = False
+        self._loop_workers.stop()  # parked loop workers end
         self._nursery = self._stop = self._ready = self._done = None
         if self._users == 0 and _GUESTS.get(self.loop) is self:
             del _GUESTS[self.loop]  # (the guest refers to its loop: kept, the loop would never go)
@@ -300,146 +294,6 @@ class TrioGuest:
         if task in self._idle:
             self._idle.remove(task)
         return trio.lowlevel.Abort.SUCCEEDED
-
-    # --- trio -> asyncio ------------------------------------------------------------------------
-
-    async def run_on_loop(self, coro_fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
-        """(In trio) await ``coro_fn(*args)`` in an asyncio task on the loop and wait for its result.
-
-        The coroutine runs in one of the guest's *loop workers*: long-lived asyncio tasks, each
-        awaiting one call at a time, so calls that wait on I/O overlap. As in a thread pool,
-        ``asyncio.current_task()`` and the context variables are the worker's. When a worker is
-        idle, the call starts at once in this trio step as that worker's (asyncio's eager task
-        start: the worker is the current asyncio task, its context is the context): a call that
-        finishes without waiting returns here with no loop crossing; one that waits goes on in
-        the worker. A trio cancel cancels the call (the worker goes on with the next one) and
-        waits for it to end, then raises trio's Cancelled.
-        """
-        # (Trio steps run in loop callbacks, never inside an asyncio task: _enter_task may be used.)
-        if self._loop_idle and _enter_task is not None:
-            parked = self._loop_idle.pop()
-            coro = coro_fn(*args)
-            library, sniffio_thread_local.name = sniffio_thread_local.name, None  # asyncio's step
-            _enter_task(self.loop, parked.task)
-            try:
-                yielded = parked.context.run(coro.send, None)
-            except StopIteration as stop:
-                self._loop_idle.append(parked)  # still parked on its wake-up
-                return cast(T, stop.value)
-            except asyncio.CancelledError as exc:  # not a cancel of the call: nobody cancelled it yet
-                self._loop_idle.append(parked)
-                raise cancelled_by_itself(coro_fn, exc) from exc
-            except BaseException:
-                self._loop_idle.append(parked)
-                raise
-            finally:
-                _leave_task(self.loop, parked.task)
-                sniffio_thread_local.name = library
-            call = _LoopCall(coro_fn, args, trio.lowlevel.current_task())
-            call.resume = (coro, yielded)
-            call.worker = parked.task
-            parked.wake.set_result(call)  # the worker goes on with it
-        else:
-            call = _LoopCall(coro_fn, args, trio.lowlevel.current_task())
-            self._loop_calls.append(call)
-            self._wake_loop_worker()
-        spin = self._spin
-        spin.on_loop += 1
-        if spin.task is not None:
-            spinner, spin.task = spin.task, None
-            trio.lowlevel.reschedule(spinner)
-
-        def abort(raise_cancel: Callable[[], Any]) -> trio.lowlevel.Abort:
-            call.raise_cancel = raise_cancel
-            if call.worker is None:  # still queued: a worker will skip it
-                call.skip = True
-                spin.on_loop -= 1
-                return trio.lowlevel.Abort.SUCCEEDED
-            call.worker.cancel()
-            return trio.lowlevel.Abort.FAILED  # the worker wakes us once the call has ended
-
-        result: T = await trio.lowlevel.wait_task_rescheduled(abort)
-        return result
-
-    def _wake_loop_worker(self) -> None:
-        """Make sure a loop worker will look at the queued calls (one wake-up at a time)."""
-        if self._loop_waking:
-            return
-        if self._loop_idle:
-            self._loop_waking = True
-            self._loop_idle.pop().wake.set_result(None)
-        elif self._loop_workers < _MAX_WORKERS:
-            self._loop_waking = True
-            self._loop_workers += 1
-            context = contextvars.Context()
-            self.loop.create_task(self._loop_worker(context), context=context)
-
-    async def _loop_worker(self, context: contextvars.Context) -> None:
-        """(In asyncio) runs :meth:`run_on_loop` calls, queued or handed over; parks when there are none."""
-        me = asyncio.current_task()
-        assert me is not None
-        calls = self._loop_calls
-        try:
-            while True:
-                self._loop_waking = False
-                while calls:
-                    call = calls.popleft()
-                    if call.skip:
-                        continue
-                    if calls:  # more waiting: another worker takes them if this call awaits
-                        self._wake_loop_worker()
-                    await self._run_loop_call(me, call)
-                if self._nursery is None or len(self._loop_idle) >= _MAX_IDLE_WORKERS:
-                    return
-                parked = _Parked(me, context, self.loop.create_future())
-                self._loop_idle.append(parked)
-                try:
-                    handed = await parked.wake
-                except asyncio.CancelledError as exc:
-                    if not parked.wake.done() or parked.wake.cancelled():
-                        return  # the trio run ended
-                    handed = parked.wake.result()  # handed over, and cancelled before this step
-                    if handed is not None and handed.raise_cancel is None:  # the loop is closing
-                        self._finish_loop_call(handed, outcome.Error(cut_by_shutdown(handed.coro_fn, exc)))
-                        raise
-                    me.uncancel()
-                if handed is not None:
-                    await self._run_loop_call(me, handed)
-        finally:
-            self._loop_workers -= 1
-
-    async def _run_loop_call(self, me: asyncio.Task[Any], call: _LoopCall) -> None:
-        call.worker = me
-        result: outcome.Outcome[Any]
-        try:
-            if call.resume is None:
-                value = await call.coro_fn(*call.args)
-            else:
-                value = await _Resume(*call.resume, cancelled=call.raise_cancel is not None)
-            result = outcome.Value(value)
-        except asyncio.CancelledError as exc:
-            if call.raise_cancel is not None:  # the call was cancelled (from trio)
-                result = outcome.capture(call.raise_cancel)  # trio's Cancelled, for the trio task
-            elif me.cancelling():  # the worker itself is cancelled: the loop is closing
-                self._finish_loop_call(call, outcome.Error(cut_by_shutdown(call.coro_fn, exc)))
-                raise
-            else:  # raised by the call itself (it awaited something another task cancelled): it failed
-                result = outcome.Error(cancelled_by_itself(call.coro_fn, exc))
-        except BaseException as exc:  # every error crosses to the trio task
-            result = outcome.Error(exc)
-            if not isinstance(exc, Exception):
-                self._finish_loop_call(call, result)
-                raise
-        if call.raise_cancel is not None and me.cancelling():
-            me.uncancel()  # the cancel was for this call only (delivered, or swallowed by it)
-        self._finish_loop_call(call, result)
-
-    def _finish_loop_call(self, call: _LoopCall, result: outcome.Outcome[Any]) -> None:
-        call.worker = None
-        spin = self._spin
-        spin.on_loop -= 1
-        spin.finished_on_loop += 1
-        trio.lowlevel.reschedule(call.trio_task, result)
 
 
 class _Call:

@@ -19,11 +19,8 @@ from rocketmq_py.protocol._headers import SendMessageRequestHeaderV2
 from rocketmq_py.protocol._ids import UniqKeyGenerator
 from rocketmq_py.protocol._message import Message, MessageExt
 from rocketmq_py.protocol._properties import PropertyKey, encode_properties
-from rocketmq_py.protocol._stored import (
-    decode_messages_construct,
-    decode_messages_fast,
-    encode_stored_message,
-)
+from rocketmq_py.protocol._stored import decode_messages_fast, encode_stored_message
+from rocketmq_py.protocol._stored_construct import decode_messages_construct
 
 MESSAGES_PER_PULL = 32
 BODY_SIZE = 128

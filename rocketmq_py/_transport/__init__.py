@@ -4,9 +4,10 @@ Private to rocketmq-py: ``_client`` is its only user. Everything here moves byte
 command means is the business of :mod:`rocketmq_py.protocol` and the layers above.
 """
 
-from rocketmq_py._transport._connection import Connection, ConnectionStatistics, RequestHandler
+from rocketmq_py._transport._connection import Connection
 from rocketmq_py._transport._diagnosis import DEFAULT_CLOSE_ON_TIMEOUT
 from rocketmq_py._transport._hooks import AclRPCHook, RPCHook, acl_signature
+from rocketmq_py._transport._inbound import RequestHandler
 from rocketmq_py._transport._open import (
     DEFAULT_CONNECT_TIMEOUT,
     open_connection,
@@ -14,6 +15,7 @@ from rocketmq_py._transport._open import (
     start_connection,
 )
 from rocketmq_py._transport._pool import ConnectionPool, PoolStatistics
+from rocketmq_py._transport._statistics import ConnectionStatistics
 
 __all__ = [
     "DEFAULT_CLOSE_ON_TIMEOUT",

@@ -14,9 +14,7 @@ Tasks and ownership::
 - **Writes** go through one writer task (:class:`~rocketmq_py._transport._writer.FrameWriter`):
   frames queued while it is writing go out together in its next ``send_all``.
 - **Broker -> client requests** go to the ``handlers`` registry, each in its own task so that a
-  slow handler never stalls the reader. Oneway requests get no answer; others get the handler's
-  response, ``REQUEST_CODE_NOT_SUPPORTED`` for a code with no handler, or ``SYSTEM_ERROR`` when the
-  handler raises.
+  slow handler never stalls the reader (:mod:`._inbound`).
 - **Failure.** When the stream ends, breaks, or carries bytes the codec rejects, every waiting call
   fails at once with :class:`ConnectionFailed` (the codec's :class:`ProtocolError` or the OS error
   as ``__cause__``), and every later call fails the same way immediately (with :class:`StateError`
@@ -32,8 +30,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Final, NoReturn
 
 import outcome
@@ -46,7 +43,9 @@ from rocketmq_py._transport._diagnosis import (
     plaintext_mismatch_hint,
 )
 from rocketmq_py._transport._hooks import RPCHook
+from rocketmq_py._transport._inbound import InboundRequests, RequestHandler, code_name
 from rocketmq_py._transport._io import ReadWrite, translate_io_errors
+from rocketmq_py._transport._statistics import ConnectionStatistics
 from rocketmq_py._transport._writer import FrameWriter
 from rocketmq_py.errors import (
     ClientError,
@@ -56,17 +55,11 @@ from rocketmq_py.errors import (
     StateError,
     TlsMismatch,
 )
-from rocketmq_py.protocol._codes import (
-    FLAG_ONEWAY,
-    FLAG_RESPONSE,
-    RequestCode,
-    ResponseCode,
-    SerializeType,
-)
+from rocketmq_py.protocol._codes import FLAG_ONEWAY, SerializeType
 from rocketmq_py.protocol._command import RemotingCommand
 from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE, FrameBuffer
 
-__all__ = ["Connection", "ConnectionStatistics", "RequestHandler"]
+__all__ = ["Connection"]
 
 logger = logging.getLogger("rocketmq_py.transport")
 
@@ -74,31 +67,6 @@ logger = logging.getLogger("rocketmq_py.transport")
 RECEIVE_CHUNK: Final = 256 * 1024
 # Opaques are non-negative int32 values, wrapping back to 0.
 _OPAQUE_MASK: Final = 0x7FFFFFFF
-
-#: Answers one request the broker sends us: the response, or ``None`` (right for oneway requests;
-#: a request that needs an answer then gets ``SYSTEM_ERROR``).
-RequestHandler = Callable[[RemotingCommand], Awaitable[RemotingCommand | None]]
-
-
-@dataclass(frozen=True, slots=True)
-class ConnectionStatistics:
-    """A snapshot of one connection's state (:meth:`Connection.statistics`).
-
-    Attributes:
-        address: the peer, ``"host:port"``.
-        pending_requests: our requests waiting for a response.
-        running_handlers: broker -> client requests being handled.
-        frames_sent: frames written so far (requests, oneways and our responses).
-        frames_received: frames read so far.
-        closed: whether the connection is closed (every call fails with ConnectionFailed).
-    """
-
-    address: str
-    pending_requests: int
-    running_handlers: int
-    frames_sent: int
-    frames_received: int
-    closed: bool
 
 
 class _Slot:
@@ -112,13 +80,6 @@ class _Slot:
 
 class _TimedOut(Exception):
     """The deadline of a call passed (raised into the waiting task by the timer)."""
-
-
-def _code_name(code: int) -> str:
-    try:
-        return f"{RequestCode(code).name}({code})"
-    except ValueError:
-        return str(code)
 
 
 class Connection:
@@ -157,21 +118,21 @@ class Connection:
         self._address = address
         self._hooks = tuple(hooks)
         self._serialize_type = serialize_type
-        self._handlers: Mapping[int, RequestHandler] = handlers if handlers is not None else {}
         self._max_frame_size = max_frame_size
         self._next_opaque = 0
         self._pending: dict[int, _Slot] = {}
         self._deadlines: CallDeadlines[_Slot] = CallDeadlines(self._is_pending, self._expire)
         self._writer = FrameWriter(stream, address)
+        self._inbound = InboundRequests(
+            handlers if handlers is not None else {}, self._write, serialize_type, self
+        )
         self._serve_scope = trio.CancelScope()
-        self._handler_nursery: trio.Nursery | None = None
         self._closed_reason: str | None = None
         self._closed_cause: BaseException | None = None
         self._closed_by_client = False
         self._closed_error: type[ConnectionFailed] = ConnectionFailed
         self._close_on_timeout = close_on_timeout
         self._tls = isinstance(stream, trio.SSLStream)
-        self._running_handlers = 0
         self._frames_received = 0
         # Bytes read so far: a call that timed out compares it with the count when it started.
         self._bytes_received = 0
@@ -200,7 +161,7 @@ class Connection:
             self._closed_reason is None
             and not self._pending
             and not self._writer.busy
-            and not self._running_handlers
+            and not self._inbound.running
         )
 
     def statistics(self) -> ConnectionStatistics:
@@ -208,7 +169,7 @@ class Connection:
         return ConnectionStatistics(
             address=self._address,
             pending_requests=len(self._pending),
-            running_handlers=self._running_handlers,
+            running_handlers=self._inbound.running,
             frames_sent=self._writer.frames_sent,
             frames_received=self._frames_received,
             closed=self.is_closed,
@@ -304,7 +265,7 @@ class Connection:
             response: RemotingCommand | None = await trio.lowlevel.wait_task_rescheduled(abort)
         except _TimedOut:
             self._writer.take_back(data)
-            what = f"no response to {_code_name(code)} (opaque {opaque}) from {self._address} within {timeout:g} s"
+            what = f"no response to {code_name(code)} (opaque {opaque}) from {self._address} within {timeout:g} s"
             if self._closed_reason is None and closes_on_timeout(
                 enabled=self._close_on_timeout,
                 waited=timeout,
@@ -397,18 +358,6 @@ class Connection:
     def _on_write_error(self, error: ConnectionFailed) -> None:
         self._fail(str(error), error.__cause__, peer_closed=True)
 
-    async def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
-        if response.opaque != request.opaque or not response.is_response:
-            response = dataclasses.replace(
-                response, opaque=request.opaque, flag=response.flag | FLAG_RESPONSE
-            )
-        if response.serialize_type != self._serialize_type:
-            response = dataclasses.replace(response, serialize_type=self._serialize_type)
-        try:
-            await self._write(response.encode())
-        except ConnectionFailed:
-            logger.debug("could not answer %s from %s: connection closed", _code_name(request.code), self)
-
     # --- internals: failure --------------------------------------------------------------------
 
     def _fail(self, reason: str, cause: BaseException | None, *, peer_closed: bool) -> None:
@@ -468,7 +417,7 @@ class Connection:
         try:
             with self._serve_scope:
                 async with trio.open_nursery() as handler_nursery:
-                    self._handler_nursery = handler_nursery
+                    self._inbound.nursery = handler_nursery
                     handler_nursery.start_soon(self._writer.run, self._on_write_error)
                     handler_nursery.start_soon(self._deadlines.run)
                     task_status.started(self)
@@ -490,6 +439,7 @@ class Connection:
         frames = FrameBuffer(max_frame_size=self._max_frame_size)
         io = ReadWrite(self._stream)
         translated = translate_io_errors(f"reading from {self._address} failed")
+        route_request = self._inbound.route
         while True:
             with translated:
                 data = await io.receive(RECEIVE_CHUNK)
@@ -504,7 +454,7 @@ class Connection:
                 if command.is_response:
                     self._route_response(command)
                 else:
-                    self._route_request(command)
+                    route_request(command)
 
     def _route_response(self, response: RemotingCommand) -> None:
         slot = self._pending.pop(response.opaque, None)
@@ -512,42 +462,3 @@ class Connection:
             logger.debug("%s: dropping a response nobody waits for (opaque %d)", self, response.opaque)
             return
         trio.lowlevel.reschedule(slot.task, outcome.Value(response))
-
-    def _route_request(self, request: RemotingCommand) -> None:
-        assert self._handler_nursery is not None
-        handler = self._handlers.get(request.code)
-        if handler is not None:
-            self._handler_nursery.start_soon(self._run_handler, handler, request)
-        elif request.is_oneway:
-            logger.warning("%s: ignoring oneway request with unsupported code %d", self, request.code)
-        else:
-            response = RemotingCommand.response(
-                request,
-                ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
-                remark=f"request code {request.code} is not supported by this client",
-            )
-            self._handler_nursery.start_soon(self._reply, request, response)
-
-    async def _run_handler(self, handler: RequestHandler, request: RemotingCommand) -> None:
-        self._running_handlers += 1
-        try:
-            try:
-                response = await handler(request)
-            except Exception as exc:
-                logger.exception("%s: handler for %s failed", self, _code_name(request.code))
-                if request.is_oneway:
-                    return
-                response = RemotingCommand.response(
-                    request, ResponseCode.SYSTEM_ERROR, remark=f"{type(exc).__name__}: {exc}"
-                )
-            if request.is_oneway:
-                return
-            if response is None:
-                response = RemotingCommand.response(
-                    request,
-                    ResponseCode.SYSTEM_ERROR,
-                    remark=f"the client's handler for code {request.code} gave no response",
-                )
-            await self._reply(request, response)
-        finally:
-            self._running_handlers -= 1

@@ -22,9 +22,10 @@ from typing import Final
 
 import trio
 
-from rocketmq_py._transport._connection import Connection, RequestHandler
+from rocketmq_py._transport._connection import Connection
 from rocketmq_py._transport._diagnosis import DEFAULT_CLOSE_ON_TIMEOUT, handshake_error
 from rocketmq_py._transport._hooks import RPCHook
+from rocketmq_py._transport._inbound import RequestHandler
 from rocketmq_py._transport._io import translate_io_errors
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.errors import ConnectionFailed, InvalidOption

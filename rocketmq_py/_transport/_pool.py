@@ -26,9 +26,10 @@ from typing import Any, Self
 
 import trio
 
-from rocketmq_py._transport._connection import Connection, RequestHandler
+from rocketmq_py._transport._connection import Connection
 from rocketmq_py._transport._diagnosis import DEFAULT_CLOSE_ON_TIMEOUT
 from rocketmq_py._transport._hooks import RPCHook
+from rocketmq_py._transport._inbound import RequestHandler
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py._transport._open import DEFAULT_CONNECT_TIMEOUT, start_connection
 from rocketmq_py.errors import ConnectionFailed, StateError

@@ -10,7 +10,7 @@ thread only when it has nothing to run. Nothing crosses a thread per call:
 - trio → asyncio (:meth:`TrioGuest.run_on_loop`): a listener coroutine runs in one of the guest's
   loop workers (asyncio tasks on the user's loop that take queued calls one after another, as a
   thread pool's threads do); the trio task that awaits it sleeps until it is done. A trio cancel
-  (a consume timeout, a shutdown) cancels that call and waits for it to end.
+  (a consume timeout, a shutdown) cancels that call and waits for it to end (:mod:`._loop_workers`).
 
 The guest starts with the first client entered on a loop and ends when the last one leaves, so a
 loop left without clients has no trio run, no helper thread and no sockets. A client still open
@@ -19,34 +19,25 @@ then, as ``async with`` would have (offsets committed, the client unregistered),
 ResourceWarning naming it: a parked *keeper* task of the guest does that when it is cancelled. A
 listener still running then fails with :class:`~rocketmq_py.errors.ListenerCancelled`.
 
-Trio's guest mode waits for I/O in a helper thread whenever trio has nothing to run, and getting
-it back costs a round trip through that thread (a wake-up socket, then the loop's self-pipe): more
-CPU than a listener call itself. While listener tasks it waits for are running on the loop, a
-*spinner* task keeps trio runnable for a few loop iterations (each polls trio's I/O without
-waiting), so that a listener finishing at once is picked up in the next iteration; after
-``_SPIN_TICKS`` iterations with no listener finishing, the spinner parks and trio waits as usual
-(a listener awaiting slow I/O costs no busy loop). The same goes the other way: once a call's
-result is set on its asyncio caller's future, the caller resumes in the next loop iteration and
-usually calls again (a send loop), so the spinner keeps trio runnable for ``_SPIN_AFTER_RESULT``
-iterations after the last result. Measured: asyncio sends went from about 0.78 to 0.85 of the trio
-API's rate (``benchmarks/producer.py --sides ours,aio``).
+While work crosses in either direction, a *spinner* task keeps trio runnable for a few loop
+iterations, so that trio does not wait for I/O in guest mode's helper thread just before the loop
+hands it the next piece (:mod:`rocketmq_py.aio._spinner`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar, cast
+from typing import Any, Protocol, TypeVar
 
 import outcome
 import trio
-from sniffio import thread_local as sniffio_thread_local
 
-from rocketmq_py.aio._loop_calls import _LoopCall, _Parked, _Resume
-from rocketmq_py.aio._shutdown import Closable, cancelled_by_itself, close_left_open, cut_by_shutdown
+from rocketmq_py.aio._loop_workers import LoopWorkers
+from rocketmq_py.aio._shutdown import Closable, close_left_open
+from rocketmq_py.aio._spinner import Spinner
 from rocketmq_py.errors import StateError
 
 __all__ = ["TrioGuest", "guest_for_running_loop"]
@@ -57,21 +48,13 @@ T = TypeVar("T")
 _MAX_WORKERS = 1024
 #: Workers kept parked for the next burst; more idle ones end.
 _MAX_IDLE_WORKERS = 256
-#: Loop iterations the spinner keeps trio awake with no listener task finishing, before it parks.
-_SPIN_TICKS = 8
-#: Loop iterations it keeps trio awake after a call's result went to its asyncio caller, when no
-#: listener runs: the caller resumes in the next iteration and often calls again at once.
-_SPIN_AFTER_RESULT = 2
 
 
-# asyncio's own way of making a task current while it runs a step (private, but what its eager task
-# start does); without them every call starts in its worker's next step.
-_enter_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] | None = getattr(
-    asyncio.tasks, "_enter_task", None
-)
-_leave_task: Callable[[asyncio.AbstractEventLoop, asyncio.Task[Any]], None] = getattr(
-    asyncio.tasks, "_leave_task", lambda loop, task: None
-)
+class _RunOnLoop(Protocol):
+    """The signature of :meth:`TrioGuest.run_on_loop`."""
+
+    def __call__(self, coro_fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> Awaitable[T]: ...
+
 
 _GUESTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, TrioGuest] = weakref.WeakKeyDictionary()
 
@@ -109,15 +92,12 @@ class TrioGuest:
         self._queue: deque[_Call] = deque()
         self._idle: list[trio.lowlevel.Task] = []
         self._workers = 0
-        self._on_loop = 0  # listener tasks running on the loop that trio tasks wait for
-        self._finished_on_loop = 0  # how many of those have finished, ever
-        self._results = 0  # how many call results (or errors) went to asyncio callers, ever
-        self._spinner: trio.lowlevel.Task | None = None  # parked spinner
-        self._loop_calls: deque[_LoopCall] = deque()  # run_on_loop calls no loop worker took yet
-        self._loop_idle: list[_Parked] = []  # parked loop workers
-        self._loop_workers = 0
-        self._loop_waking = False  # a loop worker was woken (or made) and has not run yet
-        self.spin_ticks = 0  # loop iterations spent spinning (for tests and benchmarks)
+        self._spin = Spinner()
+        self._loop_workers = LoopWorkers(loop, self._spin)
+        #: (In trio) await ``coro_fn(*args)`` in an asyncio task on the loop and wait for its result:
+        #: :meth:`LoopWorkers.run_on_loop <rocketmq_py.aio._loop_workers.LoopWorkers.run_on_loop>`
+        #: itself, not a wrapper (no extra frame per listener call).
+        self.run_on_loop: _RunOnLoop = self._loop_workers.run_on_loop
         #: The clients open on this loop (``open()`` adds, ``aclose()`` removes): closed by the
         #: keeper if the loop shuts down first.
         self.open_clients: set[Closable] = set()
@@ -133,6 +113,11 @@ class TrioGuest:
     def running(self) -> bool:
         """Whether the trio run is up (some client is open on this loop)."""
         return self._nursery is not None
+
+    @property
+    def spin_ticks(self) -> int:
+        """Loop iterations the spinner spent keeping trio awake, ever (for tests and benchmarks)."""
+        return self._spin.ticks
 
     # --- lifetime -------------------------------------------------------------------------------
 
@@ -198,7 +183,8 @@ class TrioGuest:
             return
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._spin)
+            self._loop_workers.start()
+            nursery.start_soon(self._spin.run)
             assert self._ready is not None
             if not self._ready.done():
                 self._ready.set_result(None)
@@ -211,10 +197,7 @@ class TrioGuest:
             keeper.cancel()  # nothing left open for it to close
         self._closing_left_open = False
         ready, done = self._ready, self._done
-        idle, self._loop_idle = self._loop_idle, []
-        for parked in idle:  # parked loop workers end
-            parked.wake.cancel()
-        self._loop_waking = False
+        self._loop_workers.stop()  # parked loop workers end
         self._nursery = self._stop = self._ready = self._done = None
         if self._users == 0 and _GUESTS.get(self.loop) is self:
             del _GUESTS[self.loop]  # (the guest refers to its loop: kept, the loop would never go)
@@ -281,6 +264,7 @@ class TrioGuest:
         bridge): a cancelled call ends its scope, and the worker opens a new one.
         """
         queue = self._queue
+        spin = self._spin
         try:
             while True:
                 with trio.CancelScope() as scope:
@@ -296,9 +280,9 @@ class TrioGuest:
                         call.scope = scope
                         await _run_call(call)
                         call.scope = None
-                        self._results += 1
-                        if self._spinner is not None:  # keep trio awake for the caller's next call
-                            spinner, self._spinner = self._spinner, None
+                        spin.results += 1
+                        if spin.task is not None:  # keep trio awake for the caller's next call
+                            spinner, spin.task = spin.task, None
                             trio.lowlevel.reschedule(spinner)
                         if scope.cancel_called:  # cancelled, but the call swallowed it
                             break
@@ -309,166 +293,6 @@ class TrioGuest:
         task = trio.lowlevel.current_task()
         if task in self._idle:
             self._idle.remove(task)
-        return trio.lowlevel.Abort.SUCCEEDED
-
-    # --- trio -> asyncio ------------------------------------------------------------------------
-
-    async def run_on_loop(self, coro_fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
-        """(In trio) await ``coro_fn(*args)`` in an asyncio task on the loop and wait for its result.
-
-        The coroutine runs in one of the guest's *loop workers*: long-lived asyncio tasks, each
-        awaiting one call at a time, so calls that wait on I/O overlap. As in a thread pool,
-        ``asyncio.current_task()`` and the context variables are the worker's. When a worker is
-        idle, the call starts at once in this trio step as that worker's (asyncio's eager task
-        start: the worker is the current asyncio task, its context is the context): a call that
-        finishes without waiting returns here with no loop crossing; one that waits goes on in
-        the worker. A trio cancel cancels the call (the worker goes on with the next one) and
-        waits for it to end, then raises trio's Cancelled.
-        """
-        # (Trio steps run in loop callbacks, never inside an asyncio task: _enter_task may be used.)
-        if self._loop_idle and _enter_task is not None:
-            parked = self._loop_idle.pop()
-            coro = coro_fn(*args)
-            library, sniffio_thread_local.name = sniffio_thread_local.name, None  # asyncio's step
-            _enter_task(self.loop, parked.task)
-            try:
-                yielded = parked.context.run(coro.send, None)
-            except StopIteration as stop:
-                self._loop_idle.append(parked)  # still parked on its wake-up
-                return cast(T, stop.value)
-            except asyncio.CancelledError as exc:  # not a cancel of the call: nobody cancelled it yet
-                self._loop_idle.append(parked)
-                raise cancelled_by_itself(coro_fn, exc) from exc
-            except BaseException:
-                self._loop_idle.append(parked)
-                raise
-            finally:
-                _leave_task(self.loop, parked.task)
-                sniffio_thread_local.name = library
-            call = _LoopCall(coro_fn, args, trio.lowlevel.current_task())
-            call.resume = (coro, yielded)
-            call.worker = parked.task
-            parked.wake.set_result(call)  # the worker goes on with it
-        else:
-            call = _LoopCall(coro_fn, args, trio.lowlevel.current_task())
-            self._loop_calls.append(call)
-            self._wake_loop_worker()
-        self._on_loop += 1
-        if self._spinner is not None:
-            spinner, self._spinner = self._spinner, None
-            trio.lowlevel.reschedule(spinner)
-
-        def abort(raise_cancel: Callable[[], Any]) -> trio.lowlevel.Abort:
-            call.raise_cancel = raise_cancel
-            if call.worker is None:  # still queued: a worker will skip it
-                call.skip = True
-                self._on_loop -= 1
-                return trio.lowlevel.Abort.SUCCEEDED
-            call.worker.cancel()
-            return trio.lowlevel.Abort.FAILED  # the worker wakes us once the call has ended
-
-        result: T = await trio.lowlevel.wait_task_rescheduled(abort)
-        return result
-
-    def _wake_loop_worker(self) -> None:
-        """Make sure a loop worker will look at the queued calls (one wake-up at a time)."""
-        if self._loop_waking:
-            return
-        if self._loop_idle:
-            self._loop_waking = True
-            self._loop_idle.pop().wake.set_result(None)
-        elif self._loop_workers < _MAX_WORKERS:
-            self._loop_waking = True
-            self._loop_workers += 1
-            context = contextvars.Context()
-            self.loop.create_task(self._loop_worker(context), context=context)
-
-    async def _loop_worker(self, context: contextvars.Context) -> None:
-        """(In asyncio) runs :meth:`run_on_loop` calls, queued or handed over; parks when there are none."""
-        me = asyncio.current_task()
-        assert me is not None
-        calls = self._loop_calls
-        try:
-            while True:
-                self._loop_waking = False
-                while calls:
-                    call = calls.popleft()
-                    if call.skip:
-                        continue
-                    if calls:  # more waiting: another worker takes them if this call awaits
-                        self._wake_loop_worker()
-                    await self._run_loop_call(me, call)
-                if self._nursery is None or len(self._loop_idle) >= _MAX_IDLE_WORKERS:
-                    return
-                parked = _Parked(me, context, self.loop.create_future())
-                self._loop_idle.append(parked)
-                try:
-                    handed = await parked.wake
-                except asyncio.CancelledError as exc:
-                    if not parked.wake.done() or parked.wake.cancelled():
-                        return  # the trio run ended
-                    handed = parked.wake.result()  # handed over, and cancelled before this step
-                    if handed is not None and handed.raise_cancel is None:  # the loop is closing
-                        self._finish_loop_call(handed, outcome.Error(cut_by_shutdown(handed.coro_fn, exc)))
-                        raise
-                    me.uncancel()
-                if handed is not None:
-                    await self._run_loop_call(me, handed)
-        finally:
-            self._loop_workers -= 1
-
-    async def _run_loop_call(self, me: asyncio.Task[Any], call: _LoopCall) -> None:
-        call.worker = me
-        result: outcome.Outcome[Any]
-        try:
-            if call.resume is None:
-                value = await call.coro_fn(*call.args)
-            else:
-                value = await _Resume(*call.resume, cancelled=call.raise_cancel is not None)
-            result = outcome.Value(value)
-        except asyncio.CancelledError as exc:
-            if call.raise_cancel is not None:  # the call was cancelled (from trio)
-                result = outcome.capture(call.raise_cancel)  # trio's Cancelled, for the trio task
-            elif me.cancelling():  # the worker itself is cancelled: the loop is closing
-                self._finish_loop_call(call, outcome.Error(cut_by_shutdown(call.coro_fn, exc)))
-                raise
-            else:  # raised by the call itself (it awaited something another task cancelled): it failed
-                result = outcome.Error(cancelled_by_itself(call.coro_fn, exc))
-        except BaseException as exc:  # every error crosses to the trio task
-            result = outcome.Error(exc)
-            if not isinstance(exc, Exception):
-                self._finish_loop_call(call, result)
-                raise
-        if call.raise_cancel is not None and me.cancelling():
-            me.uncancel()  # the cancel was for this call only (delivered, or swallowed by it)
-        self._finish_loop_call(call, result)
-
-    def _finish_loop_call(self, call: _LoopCall, result: outcome.Outcome[Any]) -> None:
-        call.worker = None
-        self._on_loop -= 1
-        self._finished_on_loop += 1
-        trio.lowlevel.reschedule(call.trio_task, result)
-
-    async def _spin(self) -> None:
-        """Keeps trio runnable while the loop is about to hand it work (see the module's docstring).
-
-        Parked until :meth:`run_on_loop` starts a listener task or a call's result goes to its
-        asyncio caller; then checkpoints once per loop iteration until ``_SPIN_TICKS`` iterations
-        (``_SPIN_AFTER_RESULT`` when no listener runs) passed with no listener finishing and no
-        result handed over.
-        """
-        while True:
-            self._spinner = trio.lowlevel.current_task()
-            await trio.lowlevel.wait_task_rescheduled(self._abort_spinner)
-            quiet = 0
-            while quiet < (_SPIN_TICKS if self._on_loop else _SPIN_AFTER_RESULT):
-                progress = self._finished_on_loop + self._results
-                await trio.lowlevel.cancel_shielded_checkpoint()
-                self.spin_ticks += 1
-                quiet = 0 if self._finished_on_loop + self._results != progress else quiet + 1
-
-    def _abort_spinner(self, _: Any) -> trio.lowlevel.Abort:
-        self._spinner = None
         return trio.lowlevel.Abort.SUCCEEDED
 
 

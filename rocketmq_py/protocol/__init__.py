@@ -208,12 +208,11 @@ from rocketmq_py.protocol._stored import (
     BLANK_MAGIC_CODE,
     MAGIC_CODE_V1,
     MAGIC_CODE_V2,
-    STORED_MESSAGE,
     decode_messages,
-    decode_messages_construct,
     decode_messages_fast,
     encode_stored_message,
 )
+from rocketmq_py.protocol._stored_construct import STORED_MESSAGE, decode_messages_construct
 
 __all__ = [
     "BLANK_MAGIC_CODE",

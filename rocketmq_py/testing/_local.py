@@ -9,7 +9,8 @@ Everything lives in one temporary work directory::
     <workdir>/tools-home/conf/tools.yml the ACL account mqadmin signs with
     <workdir>/tls/{ca,server}.{pem,key} TLS (``tls=True``)
 
-``-Duser.home`` points into the node's directory so RocketMQ's own logs stay there too. Ports are
+How a node is launched (its config file, JVM command line, ``-Duser.home`` inside its directory) is
+in :mod:`rocketmq_py.testing._jvm_nodes`; this module runs the processes. Ports are
 free loopback ports chosen at start; a broker uses three (``listenPort - 2`` for the VIP channel,
 ``listenPort``, ``listenPort + 1`` for HA), so they are picked as a block.
 
@@ -44,18 +45,12 @@ from rocketmq_py.testing._acl import (
 )
 from rocketmq_py.testing._broker_relay import RELAYED_BROKER_HOST, relay_problem, start_broker_relay
 from rocketmq_py.testing._cluster import BrokerInfo, Cluster, _call, broker_names
-from rocketmq_py.testing._distribution import (
-    DEFAULT_VERSION,
-    Classpath,
-    find_java,
-    resolve_server,
-    write_home_conf,
-)
+from rocketmq_py.testing._distribution import DEFAULT_VERSION, resolve_server, write_home_conf
+from rocketmq_py.testing._jvm_nodes import NodeLauncher, no_tls_file, node_log
 from rocketmq_py.testing._processes import (
     JvmProcess,
     Registry,
     cleanup_stale,
-    marker_for,
     on_exit,
     process_start_time,
     wait_for_line,
@@ -88,17 +83,6 @@ _PERMISSION = re.compile(r"^brokerPermission=(\d+)$", re.MULTILINE)
 
 log = logging.getLogger(__name__)
 
-# Small heaps for a 2-core test box (the scripts default to 4-8 GiB).
-NAMESRV_HEAP = ["-Xms128m", "-Xmx256m"]
-BROKER_HEAP = ["-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m"]
-# The store reflects into direct buffers; Java 17 needs these opened (users report failures without).
-_MODULE_FLAGS = [
-    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
-    "--add-opens=java.base/java.nio=ALL-UNNAMED",
-    "--add-opens=java.base/java.util=ALL-UNNAMED",
-    "--add-opens=java.base/java.lang=ALL-UNNAMED",
-    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
-]
 _NAMESRV_BOOT = "The Name Server boot success"
 _BROKER_BOOT = "boot success"
 
@@ -169,7 +153,6 @@ class LocalCluster(Cluster):
         self._workdir_arg = workdir
         self.cluster_id = f"{'up' if detached else 'py'}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.workdir = Path()
-        self._classpath: Classpath | None = None
         self._namesrv_port = 0
         self._broker_ports: dict[str, int] = {}
         self._namesrv: JvmProcess | None = None
@@ -208,7 +191,7 @@ class LocalCluster(Cluster):
 
     def log_path(self, node: str) -> Path:
         """The stdout/stderr log of ``node`` (``namesrv`` or a broker name)."""
-        return self.workdir / node / "stdout.log"
+        return node_log(self.workdir, node)
 
     # --- start -----------------------------------------------------------------------------------
 
@@ -216,7 +199,7 @@ class LocalCluster(Cluster):
         """Resolve the jars, start the NameServer and the brokers, wait until all are registered."""
         cleanup_stale()
         t0 = time.monotonic()
-        self._classpath = resolve_server(self.version)
+        classpath = resolve_server(self.version)
         t1 = time.monotonic()
         self.timings["resolve"] = t1 - t0
         self.workdir = self._workdir_arg or Path(tempfile.mkdtemp(prefix="rocketmq-py-"))
@@ -242,13 +225,16 @@ class LocalCluster(Cluster):
         self._registry.save()
         if not self._detached:
             self._cancel_atexit = on_exit(self.stop)
+        launcher = NodeLauncher(
+            self.workdir, classpath, self.cluster_id, self.version, self._tls_files, self._detached
+        )
         try:
-            self._namesrv = self._make_namesrv()
+            self._namesrv = launcher.namesrv(self._namesrv_port)
             self._start_node("namesrv", self._namesrv, _NAMESRV_BOOT)
             t2 = time.monotonic()
             self.timings["namesrv"] = t2 - t1
             for name in self._nodes:
-                self._brokers[name] = self._make_broker(name)
+                self._brokers[name] = launcher.broker(name, self.broker_conf(name))
                 self._brokers[name].start()
                 self._record_pid(name, self._brokers[name])
             for name in self._nodes:  # brokers boot in parallel; wait for each
@@ -279,56 +265,8 @@ class LocalCluster(Cluster):
     def _tool_settings(self) -> tuple[list[str], Path | None]:
         if self.credentials is None and self._tls_files is None:
             return [], None  # a plain cluster shares the cached tools home
-        flags = [] if self._tls_files is None else self._tls_files.tool_properties(self._tls_unused_file)
+        flags = [] if self._tls_files is None else self._tls_files.tool_properties(no_tls_file(self.workdir))
         return flags, self.workdir / "tools-home"
-
-    @property
-    def _tls_unused_file(self) -> Path:
-        return self.workdir / "tls" / "no-tls.properties"
-
-    def _jvm_argv(self, heap: Sequence[str], node: str, main: str, args: Sequence[str]) -> list[str]:
-        assert self._classpath is not None
-        home = self.workdir / node / "home"
-        argv = [
-            find_java(),
-            *heap,
-            "-XX:+UseG1GC",
-            *_MODULE_FLAGS,
-            f"-Duser.home={home}",
-            f"-Drocketmq.home.dir={self.workdir}",
-            marker_for(self.cluster_id),
-        ]
-        if self._tls_files is not None:
-            argv += self._tls_files.jvm_properties(self._tls_unused_file)
-        if not self.version.startswith("4."):
-            # 5.x shades logback; silence its status chatter on stdout.
-            argv.append(
-                "-Dlogback.statusListenerClass="
-                "org.apache.rocketmq.logging.ch.qos.logback.core.status.NopStatusListener"
-            )
-        return [*argv, "-cp", self._classpath.classpath, main, *args]
-
-    def _env(self) -> dict[str, str]:
-        env = dict(os.environ, ROCKETMQ_HOME=str(self.workdir))
-        env.pop("NAMESRV_ADDR", None)
-        return env
-
-    def _make_namesrv(self) -> JvmProcess:
-        node = self.workdir / "namesrv"
-        node.mkdir(parents=True, exist_ok=True)
-        conf = node / "namesrv.properties"
-        conf.write_text(render_properties({"listenPort": str(self._namesrv_port)}))
-        argv = self._jvm_argv(
-            NAMESRV_HEAP, "namesrv", "org.apache.rocketmq.namesrv.NamesrvStartup", ["-c", str(conf)]
-        )
-        return JvmProcess(
-            "namesrv",
-            argv,
-            log_path=self.log_path("namesrv"),
-            env=self._env(),
-            cwd=node,
-            die_with_parent=not self._detached,
-        )
 
     def broker_conf(self, node: str) -> dict[str, str]:
         """The broker.conf entries of ``node`` (a broker name, or ``<name>-slave``)."""
@@ -348,24 +286,6 @@ class LocalCluster(Cluster):
             store=self.workdir / node / "store",
             extra=extra,
             broker_id=info.broker_id,
-        )
-
-    def _make_broker(self, name: str) -> JvmProcess:
-        node = self.workdir / name
-        node.mkdir(parents=True, exist_ok=True)
-        conf_path = node / "broker.conf"
-        conf = self.broker_conf(name)
-        conf_path.write_text(render_properties(conf))
-        argv = self._jvm_argv(
-            BROKER_HEAP, name, "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(conf_path)]
-        )
-        return JvmProcess(
-            name,
-            argv,
-            log_path=self.log_path(name),
-            env=self._env(),
-            cwd=node,
-            die_with_parent=not self._detached,
         )
 
     def _record_pid(self, name: str, proc: JvmProcess) -> None:

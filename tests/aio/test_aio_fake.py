@@ -17,7 +17,8 @@ import sniffio
 import trio
 
 from rocketmq_py.aio import LitePullConsumer, Message, MessageQueue, Producer, PushConsumer, SendStatus
-from rocketmq_py.aio._guest import _GUESTS, _SPIN_AFTER_RESULT, _SPIN_TICKS, guest_for_running_loop
+from rocketmq_py.aio._guest import _GUESTS, guest_for_running_loop
+from rocketmq_py.aio._spinner import _SPIN_AFTER_RESULT, _SPIN_TICKS
 from rocketmq_py.errors import EmptyBody, MessageIllegal, RocketMQError, StateError
 from rocketmq_py.protocol import MessageExt, RemotingCommand, RequestCode
 from rocketmq_py.testing import FakeBroker

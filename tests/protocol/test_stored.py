@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rocketmq_py.errors import CompressionUnavailable, LocalProtocolError, MalformedMessage
-from rocketmq_py.protocol import _stored
+from rocketmq_py.protocol import _stored, _stored_construct
 from rocketmq_py.protocol._batch import encode_batch
 from rocketmq_py.protocol._message import Message, MessageExt, SysFlag
 from rocketmq_py.protocol._stored import (
@@ -23,10 +23,10 @@ from rocketmq_py.protocol._stored import (
     MAGIC_CODE_V1,
     MAGIC_CODE_V2,
     decode_messages,
-    decode_messages_construct,
     decode_messages_fast,
     encode_stored_message,
 )
+from rocketmq_py.protocol._stored_construct import decode_messages_construct
 
 Decoder = Callable[..., list[MessageExt]]
 DECODERS = pytest.mark.parametrize(
@@ -283,7 +283,7 @@ def test_empty_compressed_body_is_left_alone_like_java(decode: Decoder) -> None:
 
 
 def test_construct_declaration_builds_the_same_bytes() -> None:
-    built = _stored._COMPILED.build(
+    built = _stored_construct._COMPILED.build(
         {
             "total_size": 121,
             "magic": MAGIC_CODE_V1,

@@ -1,0 +1,66 @@
+"""A local cluster's node launcher: the config file it writes and the JVM it builds (none is started)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rocketmq_py.testing._distribution import Classpath
+from rocketmq_py.testing._jvm_nodes import BROKER_HEAP, NAMESRV_HEAP, NodeLauncher, no_tls_file, node_log
+from rocketmq_py.testing._processes import marker_for
+
+
+@pytest.fixture
+def java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    home = tmp_path / "jdk"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "java").write_text("")
+    monkeypatch.setenv("JAVA_HOME", str(home))
+    monkeypatch.setenv("NAMESRV_ADDR", "10.0.0.1:9876")  # must not leak into the nodes
+    return str(home / "bin" / "java")
+
+
+def _launcher(workdir: Path, version: str = "5.3.1") -> NodeLauncher:
+    classpath = Classpath("server", version, workdir / "lib")
+    return NodeLauncher(workdir, classpath, "py-1-abc", version, tls_files=None, detached=False)
+
+
+def test_the_namesrv_gets_its_port_in_its_own_directory(tmp_path: Path, java: str) -> None:
+    proc = _launcher(tmp_path).namesrv(19876)
+    node = tmp_path / "namesrv"
+    conf = node / "namesrv.properties"
+    assert conf.read_text().splitlines() == ["listenPort=19876"]
+    assert proc.name == "namesrv"
+    assert proc.cwd == node
+    assert proc.log_path == node_log(tmp_path, "namesrv") == node / "stdout.log"
+    assert proc.argv[0] == java
+    assert proc.argv[1 : 1 + len(NAMESRV_HEAP)] == NAMESRV_HEAP
+    assert f"-Duser.home={node / 'home'}" in proc.argv
+    assert marker_for("py-1-abc") in proc.argv
+    assert proc.argv[-5:] == [
+        "-cp",
+        str(tmp_path / "lib" / "*"),
+        "org.apache.rocketmq.namesrv.NamesrvStartup",
+        "-c",
+        str(conf),
+    ]
+    assert proc.env["ROCKETMQ_HOME"] == str(tmp_path)
+    assert "NAMESRV_ADDR" not in proc.env
+
+
+def test_a_broker_gets_its_conf_and_a_4x_one_keeps_logback_chatter(tmp_path: Path, java: str) -> None:
+    proc = _launcher(tmp_path, "4.9.7").broker("broker-b-slave", {"brokerName": "broker-b", "brokerId": "1"})
+    conf = tmp_path / "broker-b-slave" / "broker.conf"
+    assert conf.read_text().splitlines() == ["brokerName=broker-b", "brokerId=1"]
+    assert proc.argv[1 : 1 + len(BROKER_HEAP)] == BROKER_HEAP
+    assert proc.argv[-3:] == ["org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf)]
+    assert not any(arg.startswith("-Dlogback.statusListenerClass=") for arg in proc.argv)
+    assert not any(arg.startswith("-Dtls.") for arg in proc.argv)
+    five = _launcher(tmp_path).broker("broker-a", {})
+    assert any(arg.startswith("-Dlogback.statusListenerClass=") for arg in five.argv)
+
+
+def test_the_tls_config_file_is_one_that_does_not_exist(tmp_path: Path) -> None:
+    assert no_tls_file(tmp_path) == tmp_path / "tls" / "no-tls.properties"
+    assert not no_tls_file(tmp_path).exists()

@@ -38,6 +38,7 @@ from rocketmq_py.cli._admin import open_admin
 from rocketmq_py.cli._group import collect_group
 from rocketmq_py.cli._inspect import GroupReport
 from rocketmq_py.consumer._broker_requests import command_handlers
+from rocketmq_py.consumer._member import _Requests
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.protocol import (
     MessageQueue,
@@ -227,7 +228,8 @@ async def test_reset_offset_by_time_sent_to_the_client_resets_a_running_consumer
     got: list[MessageExt] = []
     received: list[RemotingCommand] = []
     async with consumer(cluster, group, topic, got) as pc:
-        handler = command_handlers(pc)[RequestCode.RESET_CONSUMER_CLIENT_OFFSET]
+        # The handler the consumer installed, through the same adapter (its private entry points).
+        handler = command_handlers(_Requests(pc))[RequestCode.RESET_CONSUMER_CLIENT_OFFSET]
 
         async def recording(request: RemotingCommand) -> RemotingCommand | None:
             received.append(request)

@@ -32,17 +32,22 @@ from typing import Any, ClassVar, TypeVar
 
 import trio
 
-from rocketmq_py._client._api import RemotingApi
-from rocketmq_py._client._route import AUTO_CREATE_TOPIC_KEY, MASTER_ID, PERM_READ, PERM_WRITE
-from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import ClientError, MalformedBody, RouteNotFound, TopicNotExist, TransportError
+from rocketmq_py.lowlevel import (
+    AUTO_CREATE_TOPIC_KEY,
+    MASTER_ID,
+    PERM_READ,
+    PERM_WRITE,
+    ConnectionPool,
+    RemotingApi,
+)
 from rocketmq_py.protocol import (
     BrokerData,
     RequestCode,
     TopicRouteData,
     UpdateAndCreateTopicRequestHeader,
+    parse_fastjson,
 )
-from rocketmq_py.protocol._fastjson import parse_fastjson
 
 __all__ = [
     "DEFAULT_TOPIC_PERM",

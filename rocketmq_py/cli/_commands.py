@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
+from rocketmq_py import Chunk, Producer, SendResult, send_many
 from rocketmq_py.cli._admin import open_admin, order_conf
 from rocketmq_py.cli._consume import run_consume
 from rocketmq_py.cli._format import format_send_result, group_report_lines, perm_letters, route_lines
@@ -26,11 +27,7 @@ from rocketmq_py.cli._parser import (
 )
 from rocketmq_py.cli._progress import Progress
 from rocketmq_py.errors import RocketMQError
-from rocketmq_py.producer._batcher import Chunk
-from rocketmq_py.producer._producer import Producer
-from rocketmq_py.producer._send_many import send_many
-from rocketmq_py.producer._types import SendResult
-from rocketmq_py.producer._validation import validate_message, validate_topic
+from rocketmq_py.lowlevel import validate_message, validate_topic
 from rocketmq_py.protocol import Message
 
 __all__ = ["SHOW_EACH_MAX", "run_command"]

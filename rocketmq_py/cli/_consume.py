@@ -17,11 +17,11 @@ from typing import TextIO
 
 import trio
 
+from rocketmq_py import PushConsumer
 from rocketmq_py.cli._admin import open_admin
 from rocketmq_py.cli._format import message_json, message_line
 from rocketmq_py.cli._parser import ConsumeCommand
-from rocketmq_py.consumer._push import PushConsumer
-from rocketmq_py.producer._validation import validate_group, validate_topic
+from rocketmq_py.lowlevel import validate_group, validate_topic
 from rocketmq_py.protocol import ConsumeFromWhere, MessageExt
 
 __all__ = ["run_consume"]

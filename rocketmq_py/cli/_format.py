@@ -7,9 +7,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rocketmq_py._client._route import MASTER_ID, PERM_INHERIT, PERM_READ, PERM_WRITE
+from rocketmq_py import SendResult
 from rocketmq_py.cli._inspect import GroupReport
-from rocketmq_py.producer._types import SendResult
+from rocketmq_py.lowlevel import MASTER_ID, PERM_INHERIT, PERM_READ, PERM_WRITE
 from rocketmq_py.protocol import SYSTEM_PROPERTY_KEYS, MessageExt, TopicRouteData
 
 __all__ = [

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import trio
 
-from rocketmq_py._client._route import MASTER_ID, subscribe_queues
 from rocketmq_py.cli._admin import Admin
 from rocketmq_py.cli._inspect import GroupReport, inspect_group
 from rocketmq_py.errors import BrokerError, RocketMQError, RouteNotFound, TransportError
+from rocketmq_py.lowlevel import MASTER_ID, subscribe_queues
 from rocketmq_py.protocol import (
     ConsumerRunningInfo,
     GetConsumerRunningInfoRequestHeader,

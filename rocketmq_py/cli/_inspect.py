@@ -29,8 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from rocketmq_py.consumer._allocate import get_strategy, sort_consumers, sort_queues, strategy_class
+from rocketmq_py import get_strategy
 from rocketmq_py.errors import ClientError
+from rocketmq_py.lowlevel import sort_consumers, sort_queues, strategy_class
 from rocketmq_py.protocol import PROP_ALLOCATE_STRATEGY, ConsumerRunningInfo, MessageModel, MessageQueue
 
 __all__ = [

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from rocketmq_py import __version__
-from rocketmq_py._client._config import DEFAULT_REQUEST_TIMEOUT, parse_namesrv_addrs
 from rocketmq_py.errors import ClientError
-from rocketmq_py.protocol._namespace import validate_namespace, wrap_name
+from rocketmq_py.lowlevel import DEFAULT_REQUEST_TIMEOUT, parse_namesrv_addrs
+from rocketmq_py.protocol import validate_namespace, wrap_name
 
 __all__ = [
     "CLI_PRODUCER_GROUP",

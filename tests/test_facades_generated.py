@@ -27,9 +27,11 @@ def gen() -> ModuleType:
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # (dataclasses look their module up)
+    sys.path.insert(0, str(SCRIPT.parent))  # its description and reader, as when it runs as a script
     try:
         spec.loader.exec_module(module)
     finally:
+        sys.path.remove(str(SCRIPT.parent))
         del sys.modules[spec.name]
     return module
 

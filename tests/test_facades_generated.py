@@ -2,8 +2,8 @@
 
 ``make lint`` runs the script with ``--check``; this test does the same in-process, so that a trio
 signature or docstring changed without regenerating fails ``pytest`` too. It also checks that
-``--check`` notices a stale file, and that the generator refuses a description that misses a
-member of a trio class.
+``--check`` notices a stale file (or re-export block), and that the generator refuses a description
+that misses a member of a trio class or excludes a name the package lacks.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ def gen() -> ModuleType:
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # (dataclasses look their module up)
+    sys.path.insert(0, str(SCRIPT.parent))  # its description and reader, as when it runs as a script
     try:
         spec.loader.exec_module(module)
     finally:
+        sys.path.remove(str(SCRIPT.parent))
         del sys.modules[spec.name]
     return module
 
@@ -43,6 +45,7 @@ def test_check_reports_a_stale_file_with_a_diff(gen: ModuleType, tmp_path: Path)
     for facade in gen.FACADES:
         (tmp_path / facade.out).parent.mkdir(parents=True)
         shutil.copy(gen.ROOT / facade.out, tmp_path / facade.out)
+        shutil.copy(gen.ROOT / facade.init, tmp_path / facade.init)
     edited = tmp_path / gen.FACADES[1].out
     edited.write_text(edited.read_text().replace("self._call(", "self._call_sync(", 1))
 
@@ -116,3 +119,45 @@ def test_a_deprecated_alias_needs_a_private_implementation_method(
 
     with pytest.raises(gen.DescriptionError, match=rf"PushConsumer\.{name}: a deprecated alias is a method"):
         gen.render(gen.FACADES[0])
+
+
+def test_check_reports_a_stale_reexport_block(gen: ModuleType, tmp_path: Path) -> None:
+    for facade in gen.FACADES:
+        (tmp_path / facade.out).parent.mkdir(parents=True)
+        shutil.copy(gen.ROOT / facade.out, tmp_path / facade.out)
+        shutil.copy(gen.ROOT / facade.init, tmp_path / facade.init)
+    edited = tmp_path / gen.FACADES[0].init
+    edited.write_text(edited.read_text().replace('    "Message",\n', "", 1))
+
+    diffs = gen.stale(tmp_path)
+
+    assert list(diffs) == [gen.FACADES[0].init]
+    assert '+    "Message",' in diffs[gen.FACADES[0].init]
+
+
+def test_the_reexport_block_is_the_package_names_but_the_exclusions(
+    gen: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    init = gen.ROOT / gen.FACADES[1].init
+    monkeypatch.setattr(gen, "NOT_IN_FACADES", {"__version__": "the package's"})
+
+    text = gen.render_init(gen.FACADES[1], init.read_text())
+
+    assert "    send_many,\n" in text
+    assert '    "SendCounts",\n' in text
+    assert "__version__" not in text
+    assert text.startswith(init.read_text().partition(gen.BLOCK_BEGIN)[0])  # the docstring is kept
+
+
+def test_an_exclusion_the_package_lacks_stops_the_generator(
+    gen: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(gen, "NOT_IN_FACADES", {**gen.NOT_IN_FACADES, "gone": "renamed"})
+
+    with pytest.raises(gen.DescriptionError, match=r"names \['gone'\], which rocketmq_py.__all__ lacks"):
+        gen.reexported()
+
+
+def test_an_init_without_the_block_stops_the_generator(gen: ModuleType) -> None:
+    with pytest.raises(gen.DescriptionError, match="no block from"):
+        gen.render_init(gen.FACADES[0], '"""A package."""\n')

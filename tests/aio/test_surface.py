@@ -6,7 +6,11 @@ only names left out are those in ``TRIO_ONLY`` (trio internals a caller on async
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import sys
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -14,6 +18,18 @@ import pytest
 import rocketmq_py
 import rocketmq_py.aio
 import rocketmq_py.sync
+
+SCRIPTS = Path(__file__).resolve().parent.parent.parent / "scripts"
+
+
+def _description() -> ModuleType:
+    """``scripts/facade_description.py``, which declares the names the facades leave out."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        return importlib.import_module("facade_description")
+    finally:
+        sys.path.remove(str(SCRIPTS))
+
 
 PAIRS: list[tuple[type[Any], type[Any]]] = [
     (rocketmq_py.Producer, rocketmq_py.aio.Producer),
@@ -28,12 +44,8 @@ TRIO_ONLY = {
 }
 #: asyncio-only lifecycle: ``open()`` is what ``async with`` calls.
 AIO_LIFECYCLE = {"open"}
-#: Names of :mod:`rocketmq_py` that the facades do not export, and why.
-NOT_IN_FACADES = {
-    "send_many": "a trio coroutine over a trio Producer",
-    "SendCounts": "what send_many returns",
-    "__version__": "the package's, not an API name",
-}
+#: Names of :mod:`rocketmq_py` that the facades do not export, and why: the generator's own list.
+NOT_IN_FACADES = _description().NOT_IN_FACADES
 #: The facade's own classes; every other name of rocketmq_py is the same object in the facades.
 CLIENTS = {aio.__name__ for _, aio in PAIRS}
 REEXPORTED = sorted(set(rocketmq_py.__all__) - set(NOT_IN_FACADES) - CLIENTS)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import Any, Final, Self
+from typing import Any, Self
 
 import trio
 
@@ -30,12 +30,17 @@ from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py._tracing._trace_hook import TraceHook, new_trace_hook
 from rocketmq_py.errors import (
     InvalidOption,
-    MessageTooLarge,
     RequestTimeout,
     StateError,
 )
 from rocketmq_py.hooks import Hook, call_hooks, hook_list
 from rocketmq_py.producer._fault import FaultConfig, QueueSelector
+from rocketmq_py.producer._message_prep import (
+    REQUEST_PROPERTY_KEYS,
+    batch_request,
+    batch_result,
+    reserved_for,
+)
 from rocketmq_py.producer._namespace import user_result, wire_message, wire_queue, wire_selector
 from rocketmq_py.producer._recall import recall_message
 from rocketmq_py.producer._request import send_request
@@ -51,17 +56,12 @@ from rocketmq_py.producer._validation import (
     validate_producer_group,
 )
 from rocketmq_py.protocol import (
-    REPLY_MESSAGE_FLAG,
     CompressionType,
     Message,
     MessageExt,
     MessageQueue,
-    PropertyKey,
     UniqKeyGenerator,
-    encode_batch,
     is_reply,
-    unwrap_queue,
-    validate_batch,
     wrap_name,
 )
 from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
@@ -69,19 +69,6 @@ from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPR
 __all__ = ["Producer", "ProducerStatistics"]
 
 
-#: The properties ``request`` sets on a request.
-REQUEST_PROPERTY_KEYS: Final = frozenset(
-    {PropertyKey.CORRELATION_ID, PropertyKey.REPLY_TO_CLIENT, PropertyKey.MESSAGE_TTL}
-)
-#: The properties a reply (``create_reply``) carries that other messages may not set.
-REPLY_PROPERTY_KEYS: Final = frozenset(
-    {
-        PropertyKey.MESSAGE_TYPE,
-        PropertyKey.CORRELATION_ID,
-        PropertyKey.REPLY_TO_CLIENT,
-        PropertyKey.MESSAGE_TTL,
-    }
-)
 #: Java ``DefaultMQProducer.sendMsgTimeout``: the whole send, retries and route lookup included.
 DEFAULT_SEND_TIMEOUT = 3.0
 #: Java ``retryTimesWhenSendFailed``: a failed synchronous send is tried this many more times.
@@ -349,7 +336,7 @@ class Producer(SendPath):
             RequestTimeout: the deadline passed.
             TransportError: every attempt failed to reach a broker.
         """
-        validate_message(message, self.max_message_size, reserved=self._reserved_for(message))
+        validate_message(message, self.max_message_size, reserved=reserved_for(self._reserved, message))
         namespace = self.namespace
         if namespace is None:
             return await self._send(
@@ -364,12 +351,6 @@ class Producer(SendPath):
             timeout=timeout,
         )
         return user_result(namespace, result)
-
-    def _reserved_for(self, message: Message) -> frozenset[str]:
-        # A reply (see create_reply) carries the request's correlation properties.
-        if message.properties.get(PropertyKey.MESSAGE_TYPE) == REPLY_MESSAGE_FLAG:
-            return self._reserved - REPLY_PROPERTY_KEYS
-        return self._reserved
 
     async def request(
         self,
@@ -424,7 +405,7 @@ class Producer(SendPath):
 
     async def send_oneway(self, message: Message, *, queue: MessageQueue | None = None) -> None:
         """Send without waiting for the broker (no result, no retry; lost if the broker is down)."""
-        validate_message(message, self.max_message_size, reserved=self._reserved_for(message))
+        validate_message(message, self.max_message_size, reserved=reserved_for(self._reserved, message))
         if self.namespace is not None:
             message, queue = wire_message(self.namespace, message), wire_queue(self.namespace, queue)
         with trio.move_on_after(self.send_timeout):
@@ -477,38 +458,13 @@ class Producer(SendPath):
             InvalidMessage: empty batch, mixed topics, delay or retry topics, or the batch's
                 encoded size over ``max_message_size``.
         """
-        validate_batch(messages)
-        max_size, reserved = self.max_message_size, self._reserved
-        validate_message(messages[0], max_size, reserved=reserved)  # the topic, once: it is theirs all
-        for message in messages:
-            body = message.body
-            if not body or len(body) > max_size or message.properties:
-                validate_message(message, max_size, reserved=reserved)
-        wrapper = Message(wrap_name(self.namespace, messages[0].topic), b"")
-        wrapper.properties[PropertyKey.WAIT_STORE_MSG_OK] = messages[0].properties.get(
-            PropertyKey.WAIT_STORE_MSG_OK, "true"
+        wrapper, inner_ids = batch_request(
+            messages, self.namespace, self.max_message_size, self._reserved, self._batch_uniq_keys
         )
-        inner_ids = self._batch_uniq_keys(messages)
-        # No UNIQ_KEY on the batch itself: the broker appends the batch's properties to every stored
-        # entry and the last UNIQ_KEY wins on decode, so consumers would see one id for the whole
-        # batch (the Java client did this until apache/rocketmq#9416).
-        wrapper.body = encode_batch(messages)
-        if len(wrapper.body) > self.max_message_size:
-            raise MessageTooLarge(len(wrapper.body), self.max_message_size)
         if self.namespace is not None:
             queue = wire_queue(self.namespace, queue)
         result = await self._send(wrapper, batch=True, selector=None, arg=None, queue=queue, timeout=timeout)
-        return send_result(
-            result.status,
-            ",".join(inner_ids),
-            result.offset_msg_id,
-            unwrap_queue(self.namespace, result.queue),
-            result.queue_offset,
-            result.transaction_id,
-            result.region_id,
-            None,  # brokers give batches no recall handle
-            result.trace_on,
-        )
+        return batch_result(result, inner_ids, self.namespace)
 
     async def recall(
         self,

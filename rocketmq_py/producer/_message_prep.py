@@ -1,0 +1,99 @@
+"""What a producer does to the user's messages before its send loop, without I/O.
+
+Which properties a send may carry (:func:`reserved_for`: a reply to a request carries the
+request's correlation properties; ``request`` sets :data:`REQUEST_PROPERTY_KEYS` itself), and a
+batch as the one wrapper message that is sent (:func:`batch_request`: every message validated and
+given its UNIQ_KEY, the batch encoded and its size checked) and the result the caller sees
+(:func:`batch_result`: the inner ids, the user's queue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final
+
+from rocketmq_py.errors import MessageTooLarge
+from rocketmq_py.producer._send_attempt import send_result
+from rocketmq_py.producer._types import SendResult
+from rocketmq_py.producer._validation import validate_message
+from rocketmq_py.protocol import (
+    REPLY_MESSAGE_FLAG,
+    Message,
+    PropertyKey,
+    encode_batch,
+    unwrap_queue,
+    validate_batch,
+    wrap_name,
+)
+
+__all__ = ["REPLY_PROPERTY_KEYS", "REQUEST_PROPERTY_KEYS", "batch_request", "batch_result", "reserved_for"]
+
+#: The properties ``request`` sets on a request.
+REQUEST_PROPERTY_KEYS: Final = frozenset(
+    {PropertyKey.CORRELATION_ID, PropertyKey.REPLY_TO_CLIENT, PropertyKey.MESSAGE_TTL}
+)
+#: The properties a reply (``create_reply``) carries that other messages may not set.
+REPLY_PROPERTY_KEYS: Final = frozenset(
+    {
+        PropertyKey.MESSAGE_TYPE,
+        PropertyKey.CORRELATION_ID,
+        PropertyKey.REPLY_TO_CLIENT,
+        PropertyKey.MESSAGE_TTL,
+    }
+)
+
+
+def reserved_for(reserved: frozenset[str], message: Message) -> frozenset[str]:
+    """The property keys ``message`` may not carry, given the producer's ``reserved`` set."""
+    # A reply (see create_reply) carries the request's correlation properties.
+    if message.properties.get(PropertyKey.MESSAGE_TYPE) == REPLY_MESSAGE_FLAG:
+        return reserved - REPLY_PROPERTY_KEYS
+    return reserved
+
+
+def batch_request(
+    messages: Sequence[Message],
+    namespace: str | None,
+    max_size: int,
+    reserved: frozenset[str],
+    uniq_keys: Callable[[Sequence[Message]], list[str]],
+) -> tuple[Message, list[str]]:
+    """The wrapper message a batch is sent as, and the UNIQ_KEYs of its messages (made where missing).
+
+    Raises:
+        InvalidMessage: empty batch, mixed topics, delay or retry topics, a message that fails
+            validation, or the batch's encoded size over ``max_size``.
+    """
+    validate_batch(messages)
+    validate_message(messages[0], max_size, reserved=reserved)  # the topic, once: it is theirs all
+    for message in messages:
+        body = message.body
+        if not body or len(body) > max_size or message.properties:
+            validate_message(message, max_size, reserved=reserved)
+    wrapper = Message(wrap_name(namespace, messages[0].topic), b"")
+    wrapper.properties[PropertyKey.WAIT_STORE_MSG_OK] = messages[0].properties.get(
+        PropertyKey.WAIT_STORE_MSG_OK, "true"
+    )
+    inner_ids = uniq_keys(messages)
+    # No UNIQ_KEY on the batch itself: the broker appends the batch's properties to every stored
+    # entry and the last UNIQ_KEY wins on decode, so consumers would see one id for the whole
+    # batch (the Java client did this until apache/rocketmq#9416).
+    wrapper.body = encode_batch(messages)
+    if len(wrapper.body) > max_size:
+        raise MessageTooLarge(len(wrapper.body), max_size)
+    return wrapper, inner_ids
+
+
+def batch_result(result: SendResult, inner_ids: list[str], namespace: str | None) -> SendResult:
+    """What ``send_batch`` returns for the wrapper's ``result``: the messages' ids, the user's queue."""
+    return send_result(
+        result.status,
+        ",".join(inner_ids),
+        result.offset_msg_id,
+        unwrap_queue(namespace, result.queue),
+        result.queue_offset,
+        result.transaction_id,
+        result.region_id,
+        None,  # brokers give batches no recall handle
+        result.trace_on,
+    )

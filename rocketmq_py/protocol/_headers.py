@@ -1,12 +1,13 @@
-"""Typed custom headers of the data path: send, pull, consumer offsets and group membership.
+"""Typed custom headers of the data path: send, pull and consumer offsets.
 
 Each class is one Java ``CommandCustomHeader``: a frozen, slotted, keyword-only dataclass whose
 fields are the ``extFields`` entries of its request or response, with ``REQUEST_CODE`` the
 request code that carries it (``None`` on response headers). How fields map to the string map
 on the wire (types, wire keys, required fields, unknown keys kept in ``extra``) is
 :mod:`._ext_fields`, which also provides the generic :func:`to_ext_fields` /
-:func:`from_ext_fields`. Transaction, name server, admin and query headers are in
-:mod:`._admin_headers`.
+:func:`from_ext_fields`. Group membership headers (heartbeat, send-back, locks, the broker's
+requests to a consumer) are in :mod:`._group_headers`; transaction, name server, admin and query
+headers in :mod:`._admin_headers`.
 
 The 5.x request headers inherit optional ``RpcRequestHeader`` fields (``ns``, ``nsd``, ``bname``,
 ``oway``, ``lo``); only ``bname`` (broker name, field ``broker_name``) is modelled, on the headers
@@ -34,29 +35,19 @@ from rocketmq_py.protocol._ext_fields import (
 )
 
 __all__ = [
-    "ConsumeMessageDirectlyResultRequestHeader",
-    "ConsumerSendMsgBackRequestHeader",
-    "GetConsumerListByGroupRequestHeader",
-    "GetConsumerRunningInfoRequestHeader",
     "GetMaxOffsetRequestHeader",
     "GetMaxOffsetResponseHeader",
     "GetMinOffsetRequestHeader",
     "GetMinOffsetResponseHeader",
-    "HeartbeatRequestHeader",
-    "LockBatchMqRequestHeader",
-    "NotifyConsumerIdsChangedRequestHeader",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
     "QueryConsumerOffsetRequestHeader",
     "QueryConsumerOffsetResponseHeader",
-    "ResetOffsetRequestHeader",
     "SearchOffsetRequestHeader",
     "SearchOffsetResponseHeader",
     "SendMessageRequestHeader",
     "SendMessageRequestHeaderV2",
     "SendMessageResponseHeader",
-    "UnlockBatchMqRequestHeader",
-    "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
     "send_header_from_v2",
     "send_header_to_v2",
@@ -347,132 +338,6 @@ class SearchOffsetResponseHeader:
     extra: Mapping[str, str] = extra_field()
 
 
-# --- consumer ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HeartbeatRequestHeader:
-    """HEART_BEAT: no fields of its own (the body is HeartbeatData)."""
-
-    REQUEST_CODE: ClassVar[int | None] = RequestCode.HEART_BEAT
-
-    extra: Mapping[str, str] = extra_field()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerSendMsgBackRequestHeader:
-    """CONSUMER_SEND_MSG_BACK: hand a failed message back for a delayed retry.
-
-    ``offset`` is the message's commit-log (physical) offset; ``delay_level`` 0 lets the broker
-    pick ``3 + reconsumeTimes``.
-    """
-
-    REQUEST_CODE: ClassVar[int | None] = RequestCode.CONSUMER_SEND_MSG_BACK
-
-    offset: Int64
-    group: str
-    delay_level: Int32
-    origin_msg_id: str | None = None
-    origin_topic: str | None = None
-    unit_mode: bool = False
-    max_reconsume_times: Int32 | None = None
-    broker_name: str | None = field(default=None, metadata=wire_key("bname"))
-    extra: Mapping[str, str] = extra_field()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GetConsumerListByGroupRequestHeader:
-    """GET_CONSUMER_LIST_BY_GROUP; the reply body is ConsumerListBody."""
-
-    REQUEST_CODE: ClassVar[int | None] = RequestCode.GET_CONSUMER_LIST_BY_GROUP
-
-    consumer_group: str
-    extra: Mapping[str, str] = extra_field()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class UnregisterClientRequestHeader:
-    """UNREGISTER_CLIENT: sent to every broker on shutdown."""
-
-    REQUEST_CODE: ClassVar[int | None] = RequestCode.UNREGISTER_CLIENT
-
-    client_id: str = field(metadata=wire_key("clientID"))
-    producer_group: str | None = None
-    consumer_group: str | None = None
-    extra: Mapping[str, str] = extra_field()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NotifyConsumerIdsChangedRequestHeader:
-    """NOTIFY_CONSUMER_IDS_CHANGED (broker -> client, oneway): rebalance now."""
-
-    REQUEST_CODE: ClassVar[int | None] = RequestCode.NOTIFY_CONSUMER_IDS_CHANGED
-
-    consumer_group: str
-    extra: Mapping[str, str] = extra_field()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LockBatchMqRequestHeader:
-    """LOCK_BATCH_MQ: no fields (the body is LockBatchRequestBody)."""
-
-    REQUEST_CODE: ClassVar[int | None] = RequestCode.LOCK_BATCH_MQ
-
-    extra: Mapping[str, str] = extra_field()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class UnlockBatchMqRequestHeader:
-    """UNLOCK_BATCH_MQ: no fields (the body is UnlockBatchRequestBody)."""
-
-    REQUEST_CODE: ClassVar[int | None] = RequestCode.UNLOCK_BATCH_MQ
-
-    extra: Mapping[str, str] = extra_field()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResetOffsetRequestHeader:
-    """RESET_CONSUMER_CLIENT_OFFSET (broker -> client, oneway); body is ResetOffsetBody."""
-
-    REQUEST_CODE: ClassVar[int | None] = RequestCode.RESET_CONSUMER_CLIENT_OFFSET
-
-    topic: str
-    group: str
-    timestamp: Int64
-    is_force: bool
-    queue_id: Int32 = -1
-    offset: Int64 | None = None
-    extra: Mapping[str, str] = extra_field()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class GetConsumerRunningInfoRequestHeader:
-    """GET_CONSUMER_RUNNING_INFO (broker -> client, needs a reply)."""
-
-    REQUEST_CODE: ClassVar[int | None] = RequestCode.GET_CONSUMER_RUNNING_INFO
-
-    consumer_group: str
-    client_id: str
-    jstack_enable: bool = False
-    extra: Mapping[str, str] = extra_field()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumeMessageDirectlyResultRequestHeader:
-    """CONSUME_MESSAGE_DIRECTLY (broker -> client, needs a reply); body is one stored message."""
-
-    REQUEST_CODE: ClassVar[int | None] = RequestCode.CONSUME_MESSAGE_DIRECTLY
-
-    consumer_group: str
-    client_id: str | None = None
-    msg_id: str | None = None
-    broker_name: str | None = None  # the real Java field "brokerName", not the inherited "bname"
-    topic: str | None = None
-    topic_sys_flag: Int32 | None = None
-    group_sys_flag: Int32 | None = None
-    extra: Mapping[str, str] = extra_field()
-
-
 # Build every plan at import: a malformed class fails here, and no first call pays for reflection.
 prepare_headers(
     SendMessageRequestHeader,
@@ -489,14 +354,4 @@ prepare_headers(
     GetMinOffsetResponseHeader,
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
-    HeartbeatRequestHeader,
-    ConsumerSendMsgBackRequestHeader,
-    GetConsumerListByGroupRequestHeader,
-    UnregisterClientRequestHeader,
-    NotifyConsumerIdsChangedRequestHeader,
-    LockBatchMqRequestHeader,
-    UnlockBatchMqRequestHeader,
-    ResetOffsetRequestHeader,
-    GetConsumerRunningInfoRequestHeader,
-    ConsumeMessageDirectlyResultRequestHeader,
 )

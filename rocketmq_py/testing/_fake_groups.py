@@ -41,12 +41,14 @@ from rocketmq_py.protocol._bodies import (
 )
 from rocketmq_py.protocol._codes import RequestCode, ResponseCode
 from rocketmq_py.protocol._command import RemotingCommand
-from rocketmq_py.protocol._headers import (
+from rocketmq_py.protocol._group_headers import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
+    UnregisterClientRequestHeader,
+)
+from rocketmq_py.protocol._headers import (
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
-    UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
 from rocketmq_py.protocol._json_body import decode_body, encode_body

@@ -15,18 +15,21 @@ from hypothesis import strategies as st
 from rocketmq_py.errors import LocalProtocolError, MalformedHeader
 from rocketmq_py.protocol import _admin_headers as a
 from rocketmq_py.protocol import _ext_fields as x
+from rocketmq_py.protocol import _group_headers as g
 from rocketmq_py.protocol import _headers as h
 from rocketmq_py.protocol import _reply as r
 from rocketmq_py.protocol._ext_fields import from_ext_fields, to_ext_fields
+from rocketmq_py.protocol._group_headers import (
+    LockBatchMqRequestHeader,
+    UnregisterClientRequestHeader,
+)
 from rocketmq_py.protocol._headers import (
     GetMaxOffsetRequestHeader,
-    LockBatchMqRequestHeader,
     PullMessageRequestHeader,
     QueryConsumerOffsetResponseHeader,
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
-    UnregisterClientRequestHeader,
     send_header_from_v2,
     send_header_to_v2,
 )
@@ -75,19 +78,19 @@ EXPECTED: dict[type, tuple[int | None, set[str]]] = {
     h.GetMinOffsetResponseHeader: (None, {"offset"}),
     h.SearchOffsetRequestHeader: (29, {"topic", "queueId", "timestamp", "boundaryType", "bname"}),
     h.SearchOffsetResponseHeader: (None, {"offset"}),
-    h.HeartbeatRequestHeader: (34, set()),
-    h.ConsumerSendMsgBackRequestHeader: (
+    g.HeartbeatRequestHeader: (34, set()),
+    g.ConsumerSendMsgBackRequestHeader: (
         36,
         {"offset", "group", "delayLevel", "originMsgId", "originTopic", "unitMode", "maxReconsumeTimes", "bname"},
     ),
-    h.GetConsumerListByGroupRequestHeader: (38, {"consumerGroup"}),
-    h.UnregisterClientRequestHeader: (35, {"clientID", "producerGroup", "consumerGroup"}),
-    h.NotifyConsumerIdsChangedRequestHeader: (40, {"consumerGroup"}),
-    h.LockBatchMqRequestHeader: (41, set()),
-    h.UnlockBatchMqRequestHeader: (42, set()),
-    h.ResetOffsetRequestHeader: (220, {"topic", "group", "queueId", "offset", "timestamp", "isForce"}),
-    h.GetConsumerRunningInfoRequestHeader: (307, {"consumerGroup", "clientId", "jstackEnable"}),
-    h.ConsumeMessageDirectlyResultRequestHeader: (
+    g.GetConsumerListByGroupRequestHeader: (38, {"consumerGroup"}),
+    g.UnregisterClientRequestHeader: (35, {"clientID", "producerGroup", "consumerGroup"}),
+    g.NotifyConsumerIdsChangedRequestHeader: (40, {"consumerGroup"}),
+    g.LockBatchMqRequestHeader: (41, set()),
+    g.UnlockBatchMqRequestHeader: (42, set()),
+    g.ResetOffsetRequestHeader: (220, {"topic", "group", "queueId", "offset", "timestamp", "isForce"}),
+    g.GetConsumerRunningInfoRequestHeader: (307, {"consumerGroup", "clientId", "jstackEnable"}),
+    g.ConsumeMessageDirectlyResultRequestHeader: (
         309,
         {"consumerGroup", "clientId", "msgId", "brokerName", "topic", "topicSysFlag", "groupSysFlag"},
     ),
@@ -129,7 +132,7 @@ ALL_HEADERS = sorted(EXPECTED, key=lambda cls: cls.__name__)
 def _all_exported_headers() -> set[type]:
     return {
         obj
-        for module in (h, a, r)
+        for module in (h, g, a, r)
         for name in module.__all__
         if dataclasses.is_dataclass(obj := getattr(module, name)) and isinstance(obj, type)
     }

@@ -39,19 +39,21 @@ from rocketmq_py.protocol._codes import FLAG_ONEWAY, FLAG_RESPONSE, LanguageCode
 from rocketmq_py.protocol._command import RemotingCommand, decode_command
 from rocketmq_py.protocol._ext_fields import from_ext_fields, to_ext_fields
 from rocketmq_py.protocol._frame import FrameBuffer
-from rocketmq_py.protocol._headers import (
+from rocketmq_py.protocol._group_headers import (
     GetConsumerListByGroupRequestHeader,
     HeartbeatRequestHeader,
     LockBatchMqRequestHeader,
     NotifyConsumerIdsChangedRequestHeader,
+    UnlockBatchMqRequestHeader,
+    UnregisterClientRequestHeader,
+)
+from rocketmq_py.protocol._headers import (
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
-    UnlockBatchMqRequestHeader,
-    UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
 from rocketmq_py.protocol._ids import decode_offset_msg_id

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from rocketmq_py.errors import MessageTooLarge
-from rocketmq_py.producer._send_attempt import send_result
+from rocketmq_py.producer._send_path import send_result
 from rocketmq_py.producer._types import SendResult
 from rocketmq_py.producer._validation import validate_message
 from rocketmq_py.protocol import (

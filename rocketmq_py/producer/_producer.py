@@ -46,7 +46,7 @@ from rocketmq_py.producer._recall import recall_message
 from rocketmq_py.producer._request import send_request
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader
-from rocketmq_py.producer._send_path import ProducerCounters, ProducerStatistics, SendPath, send_result
+from rocketmq_py.producer._send_path import ProducerCounters, ProducerStatistics, SendPath
 from rocketmq_py.producer._types import SendResult
 from rocketmq_py.producer._validation import (
     DEFAULT_PRODUCER_GROUP,

@@ -3,8 +3,11 @@
 Each assigned queue has a :class:`~rocketmq_py.consumer._lite_buffer.LiteQueue` in the consumer's
 queue table and a pull task (:func:`~rocketmq_py.consumer._lite_pull_loop.queue_task`) in its
 nursery. A seek replaces the queue's state and task; a revoke (``assign`` without the queue, or a
-rebalance giving it to another member) discards its buffered messages and commits its consumed
-offset before the queue is forgotten.
+rebalance giving it to another member) stops the queue's pulls, discards its buffered messages and
+commits its consumed offset before the queue is forgotten (synchronously in a rebalance). A queue
+newly allocated by a rebalance reads its committed offset ``handoff_delay`` seconds (default 1)
+after the rebalance began when the group has other members: the previous owner, rebalancing on the
+same notification, has committed by then (as the push consumer does).
 """
 
 from __future__ import annotations
@@ -58,16 +61,21 @@ def assign_expressions(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LiteQueues:
-    """The queue table of a running lite consumer and what starts and stops its pull tasks.
-
-    ``queues`` is the consumer's own table (queues as the brokers know them), changed in place.
-    """
+    """The queue table of a running lite consumer and what starts and stops its pull tasks."""
 
     nursery: trio.Nursery
-    buffer: LiteBuffer
-    queues: dict[MessageQueue, LiteQueue]
     parts: LitePullParts
     commits: LiteCommits
+
+    @property
+    def buffer(self) -> LiteBuffer:
+        """Where the pull tasks append (the consumer's buffer)."""
+        return self.parts.buffer
+
+    @property
+    def queues(self) -> dict[MessageQueue, LiteQueue]:
+        """The consumer's queue table (queues as the brokers know them), changed in place."""
+        return self.commits.queues
 
     def discard(self, state: LiteQueue) -> None:
         """Stop the queue's pull task and drop its buffered messages (no I/O)."""

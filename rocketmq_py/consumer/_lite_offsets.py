@@ -2,15 +2,16 @@
 
 A queue's consumed offset (the one after the last message ``poll`` returned) is written to the
 offset store (the brokers, or a local file when broadcasting) by :meth:`LiteCommits.commit`: on
-:meth:`~rocketmq_py.LitePullConsumer.commit`, on a revoke, on close and every
-``auto_commit_interval`` seconds with auto-commit. The ends (GET_MIN_OFFSET / GET_MAX_OFFSET) are
+:meth:`~rocketmq_py.LitePullConsumer.commit`, on a revoke and on close; with auto-commit, also
+every ``auto_commit_interval`` seconds (:meth:`LiteCommits.commit_consumed`) and as soon as a
+queue's start position is resolved (so a member taking it over starts there too). The ends (GET_MIN_OFFSET / GET_MAX_OFFSET) are
 asked of the queue's master broker for ``seek_to_beginning`` / ``seek_to_end``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rocketmq_py._client._instance import ClientInstance
@@ -32,7 +33,7 @@ class LiteCommits:
     store: OffsetStore
     group: str
     auto_commit: bool
-    queues: Mapping[MessageQueue, LiteQueue]
+    queues: dict[MessageQueue, LiteQueue]
 
     async def commit(self, state: LiteQueue, *, quiet: bool) -> None:
         """Write ``state``'s consumed offset (without auto-commit and ``quiet``: what is stored).

@@ -4,39 +4,26 @@
 
 - the **rebalance loop** (``subscribe`` mode): at start, every ``rebalance_interval`` seconds and
   on NOTIFY_CONSUMER_IDS_CHANGED, each subscribed topic's readable queues are allocated among the
-  group's client ids by the strategy (BROADCASTING: every queue). A revoked queue stops pulling,
-  its buffered messages are discarded and its consumed offset is committed synchronously before
-  it is released. A newly assigned queue reads its committed offset ``handoff_delay`` seconds
-  (default 1) after the rebalance began when the group has other members: the previous owner,
-  rebalancing on the same notification, has committed by then (as the push consumer does).
-  ``assign`` mode instead pulls exactly the queues given, with no rebalance;
-- one **pull task** per assigned queue: finds its start offset (the committed offset, else
-  ``consume_from_where``), then long-polls the broker (PULL_MESSAGE with the subscription in the
-  header, so ``assign`` needs no registered subscription) and appends what it finds to the
-  buffer. It waits, without polling the broker, while the queue is paused or the buffer is over a
-  limit of its :class:`~rocketmq_py.consumer._flow.FlowLimits` (``pull_threshold_for_all``
-  messages in all, ``pull_threshold_for_queue`` messages, ``pull_threshold_size_for_queue_mib``
-  MiB or ``consume_max_span`` offsets in one queue);
-- the **auto-commit loop** (``auto_commit=True``): every ``auto_commit_interval`` seconds it
-  commits, per queue, the offset after the last message :meth:`LitePullConsumer.poll` returned;
-- the **queue watcher** (:mod:`._queue_watch`): queue-change listeners, every
-  ``topic_metadata_check_interval`` seconds.
+  group's client ids by the strategy (BROADCASTING: every queue); :mod:`._lite_assign` revokes
+  and starts queues. ``assign`` mode instead pulls exactly the queues given, with no rebalance;
+- one **pull task** per assigned queue (:mod:`._lite_pull_loop`): from the committed offset, else
+  ``consume_from_where``, into the buffer, waiting while the queue is paused or the buffer is over
+  a limit of its :class:`~rocketmq_py.consumer._flow.FlowLimits` (checked in :mod:`._lite_options`);
+- the **auto-commit loop** (``auto_commit=True``, :mod:`._lite_offsets`): every
+  ``auto_commit_interval`` seconds it commits, per queue, the offset after the last message
+  :meth:`LitePullConsumer.poll` returned;
+- the **queue watcher** (:mod:`._queue_watch`): queue-change listeners.
 
 The answers to the broker's requests live in :mod:`._lite_info`; what the consumer shares with
 the push consumer (allocation, start offsets, pull answers, offset stores) in :mod:`._member`
-and :mod:`._group_client`.
-
-The buffer is a queue of pulled batches in arrival order. :meth:`~LitePullConsumer.poll` returns
-the first batch of a queue that is not paused (a flat list, at most ``pull_batch_size`` messages,
-as Java's ``poll``); :meth:`~LitePullConsumer.getmany` drains up to ``max_records`` messages and
-returns them by queue (a dict, as aiokafka's ``getmany``). A seek or a revoke discards that
-queue's buffered messages. Offsets are kept by the brokers (CLUSTERING) or in a
-:class:`~rocketmq_py.consumer._local_offset_store.LocalOffsetStore` (BROADCASTING).
+and :mod:`._group_client`. The buffer (:mod:`._lite_buffer`) is a queue of pulled batches in
+arrival order: :meth:`~LitePullConsumer.poll` returns the first batch of a queue that is not
+paused (as Java's ``poll``), :meth:`~LitePullConsumer.getmany` up to ``max_records`` messages by
+queue (as aiokafka's). A seek or a revoke discards that queue's buffered messages.
 """
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Iterable, Mapping
 from os import PathLike
@@ -48,11 +35,7 @@ from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py.consumer._allocate import AllocateStrategy, sort_queues
 from rocketmq_py.consumer._consume_hooks import report_polled
-from rocketmq_py.consumer._flow import (
-    PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
-    REBALANCE_INTERVAL_MS,
-    FlowLimits,
-)
+from rocketmq_py.consumer._flow import PERSIST_CONSUMER_OFFSET_INTERVAL_MS, REBALANCE_INTERVAL_MS, FlowLimits
 from rocketmq_py.consumer._lite_assign import LiteQueues, assign_expressions
 from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
 from rocketmq_py.consumer._lite_info import lite_properties, lite_running_info, reset_lite_offsets
@@ -83,8 +66,6 @@ from rocketmq_py.protocol import (
 )
 
 __all__ = ["LitePullConsumer"]
-
-log = logging.getLogger("rocketmq_py.consumer.lite")
 
 #: Messages asked for per pull (Java ``DefaultLitePullConsumer.pullBatchSize`` = 10).
 LITE_PULL_BATCH_SIZE: Final = 10
@@ -499,19 +480,9 @@ class LitePullConsumer(GroupMember):
         await self._commits().commit(state, quiet=True)
 
     def _lite_queues(self) -> LiteQueues:
-        """What starts, seeks and releases the assigned queues.
-
-        Raises:
-            StateError: the consumer is not running.
-        """
+        """What starts, seeks and releases the assigned queues (StateError: not running)."""
         nursery = self._running()
-        return LiteQueues(
-            nursery=nursery,
-            buffer=self._buffer,
-            queues=self._queues,
-            parts=self._pull_parts(),
-            commits=self._commits(),
-        )
+        return LiteQueues(nursery=nursery, parts=self._pull_parts(), commits=self._commits())
 
     # --- assignment --------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import trio
 
 from rocketmq_py.consumer._allocate import sort_queues
+from rocketmq_py.consumer._group_client import Allocation
 from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
 from rocketmq_py.consumer._lite_offsets import LiteCommits
 from rocketmq_py.consumer._lite_pull_loop import LitePullParts, queue_task
@@ -138,23 +139,32 @@ class LiteQueues:
     async def rebalance_topic(
         self,
         topic: str,
-        allocated: set[MessageQueue],
-        start_after: Callable[[], float | None],
+        allocation: Allocation,
+        broadcasting: bool,
+        handoff_start: Callable[[int], float | None],
         strategy: str,
     ) -> None:
-        """Release ``topic``'s queues outside ``allocated``, then start the new ones.
+        """Release ``topic``'s queues outside this member's share, then start the new ones.
+
+        Nothing changes when the topic has no queues or the brokers list no member (unless
+        ``broadcasting``): a route or heartbeat not there yet must not revoke everything.
 
         Args:
             topic: the rebalanced topic.
-            allocated: this member's share of its queues.
-            start_after: when a new queue may read its committed offset (asked after the revokes).
+            allocation: its queues, the group's members and this member's share.
+            broadcasting: every queue is this member's.
+            handoff_start: when a new queue may read its committed offset, given the number of
+                members (asked after the revokes).
             strategy: the allocation strategy's name, for the log.
         """
+        if not (broadcasting or (allocation.mq_all and allocation.cid_all)):
+            return
+        allocated = allocation.allocated
         revoked = [s for mq, s in self.queues.items() if mq.topic == topic and mq not in allocated]
         for state in revoked:
             await self.release(state)
         added = sort_queues(allocated - self.queues.keys())
-        after = start_after()
+        after = handoff_start(len(allocation.cid_all))
         for mq in added:
             self.add(mq, after)
         if revoked or added:

@@ -11,8 +11,10 @@ asked of the queue's master broker for ``seek_to_beginning`` / ``seek_to_end``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import trio
 
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._timestamp import offset_for_timestamp
@@ -95,6 +97,12 @@ class LiteCommits:
         # Only assigned queues: a queue read by committed() or released meanwhile is not ours
         # to overwrite (its new owner may have moved on).
         await store.persist_all(self.queues.keys())
+
+    async def auto_commit_loop(self, interval: Callable[[], float]) -> None:
+        """Every ``interval()`` seconds (read at each round), :meth:`commit_consumed`."""
+        while True:
+            await trio.sleep(interval())
+            await self.commit_consumed()
 
 
 async def min_offset(instance: ClientInstance, mq: MessageQueue) -> int:

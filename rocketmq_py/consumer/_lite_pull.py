@@ -283,7 +283,7 @@ class LitePullConsumer(GroupMember):
 
     async def _start(self, nursery: trio.Nursery) -> None:
         if self.auto_commit:
-            nursery.start_soon(self._auto_commit_loop)
+            nursery.start_soon(self._commits().auto_commit_loop, lambda: self.auto_commit_interval)
         await nursery.start(self._watcher.run, self._client_instance.routes)
 
     def _started(self) -> None:
@@ -297,11 +297,6 @@ class LitePullConsumer(GroupMember):
         self._queues.clear()
         self._pending.clear()
         self._buffer.close()  # wakes pollers: they find the consumer closed
-
-    async def _auto_commit_loop(self) -> None:
-        while True:
-            await trio.sleep(self.auto_commit_interval)
-            await self._commits().commit_consumed()
 
     # --- polling -----------------------------------------------------------------------------
 
@@ -451,7 +446,7 @@ class LitePullConsumer(GroupMember):
         else:
             await self._commits().commit_offsets((self._wire_queue(mq), o) for mq, o in offsets.items())
 
-    # --- parts -------------------------------------------------------------------------------
+    # --- parts (built at each use, from the consumer's settings as they are then) ---------------
 
     def _commits(self) -> LiteCommits:
         """What commits the assigned queues' offsets (the consumer is started: it has a store)."""
@@ -473,32 +468,26 @@ class LitePullConsumer(GroupMember):
             buffer=self._buffer,
             subscriptions=self._subscriptions,
             filters=self._filters,
-            commit_quietly=self._commit_quietly,
+            # The consumer's auto_commit when the commit happens, as every other commit.
+            commit_quietly=lambda state: self._commits().commit(state, quiet=True),
         )
-
-    async def _commit_quietly(self, state: LiteQueue) -> None:
-        await self._commits().commit(state, quiet=True)
 
     def _lite_queues(self) -> LiteQueues:
         """What starts, seeks and releases the assigned queues (StateError: not running)."""
         nursery = self._running()
         return LiteQueues(nursery=nursery, parts=self._pull_parts(), commits=self._commits())
 
-    # --- assignment --------------------------------------------------------------------------
+    # --- what GroupMember asks: rebalance, GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET ---
 
     def _rebalances(self) -> bool:
         return self._mode == "subscribe"
 
     async def _rebalance_topic(self, topic: str) -> None:
         allocation = await self._allocate(topic)
-        if allocation is None or not (self.broadcasting or (allocation.mq_all and allocation.cid_all)):
-            return
-        members = len(allocation.cid_all)
-        await self._lite_queues().rebalance_topic(
-            topic, allocation.allocated, lambda: self._handoff_start(members), self.strategy.name
-        )
-
-    # --- answering the broker (GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET) ------
+        if allocation is not None:
+            await self._lite_queues().rebalance_topic(
+                topic, allocation, self.broadcasting, self._handoff_start, self.strategy.name
+            )
 
     def _running_info(self) -> ConsumerRunningInfo:
         """What GET_CONSUMER_RUNNING_INFO answers (:func:`~._lite_info.lite_running_info`)."""

@@ -36,7 +36,6 @@ def assign_expressions(
     queues: Iterable[MessageQueue],
     expression: str | None,
     kind: ExpressionType,
-    *,
     expressions: dict[str, tuple[str, ExpressionType]],
     subscriptions: Mapping[str, SubscriptionData],
     set_subscription: Callable[[str, str, ExpressionType], None],

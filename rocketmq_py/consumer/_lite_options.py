@@ -2,7 +2,9 @@
 
 The flow limits come either as ``flow_limits=FlowLimits(...)`` or, deprecated, as four keywords of
 their own; giving both is refused, and the push consumer's topic-level limits, which the lite
-consumer cannot enforce, are refused too.
+consumer cannot enforce, are refused too. Their defaults (Java lite ``pullThresholdForAll``,
+``pullThresholdForQueue``, ``pullThresholdSizeForQueue``, ``consumeMaxSpan``) are FlowLimits' own,
+in :mod:`._flow`.
 """
 
 from __future__ import annotations

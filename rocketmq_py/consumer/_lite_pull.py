@@ -69,8 +69,6 @@ __all__ = ["LitePullConsumer"]
 
 #: Messages asked for per pull (Java ``DefaultLitePullConsumer.pullBatchSize`` = 10).
 LITE_PULL_BATCH_SIZE: Final = 10
-# The buffer limits' defaults (Java lite pullThresholdForAll, pullThresholdForQueue,
-# pullThresholdSizeForQueue, consumeMaxSpan) are FlowLimits' own, in _flow.py.
 #: Default ``poll`` / ``getmany`` wait (Java ``pollTimeoutMillis`` = 5000).
 POLL_TIMEOUT_MS: Final = 5000
 #: Auto-commit period (Java ``autoCommitIntervalMillis`` = 5000, the same as the offset persister).
@@ -242,13 +240,9 @@ class LitePullConsumer(GroupMember):
         if self._mode == "subscribe":
             raise StateError("subscribe and assign are mutually exclusive: this consumer uses subscribe")
         wanted = sort_queues({self._wire_queue(mq) for mq in queues})
+        kind = ExpressionType(expression_type.upper())
         changed = assign_expressions(
-            wanted,
-            expression,
-            ExpressionType(expression_type.upper()),
-            expressions=self._expressions,
-            subscriptions=self._subscriptions,
-            set_subscription=self._set_subscription,
+            wanted, expression, kind, self._expressions, self._subscriptions, self._set_subscription
         )
         self._mode = "assign"
         self._assigned = wanted
@@ -354,7 +348,7 @@ class LitePullConsumer(GroupMember):
                 await self._buffer.wait_arrival()
         return self._pending.popleft()
 
-    # --- pause, seek -------------------------------------------------------------------------
+    # --- pause, seek, commit -----------------------------------------------------------------
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Stop pulling ``queues`` and keep their buffered messages from poll until resumed."""
@@ -389,8 +383,7 @@ class LitePullConsumer(GroupMember):
             ClientError: ``mq`` is not assigned to this consumer.
         """
         self._running()
-        mq = self._wire_queue(mq)
-        self.seek(mq, await min_offset(self._client_instance, mq))
+        self.seek(mq, await min_offset(self._client_instance, self._wire_queue(mq)))
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         """Deprecated: :meth:`seek_to_beginning`, the same seek under aiokafka's name."""
@@ -400,8 +393,7 @@ class LitePullConsumer(GroupMember):
     async def seek_to_end(self, mq: MessageQueue) -> None:
         """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""
         self._running()
-        mq = self._wire_queue(mq)
-        self.seek(mq, await max_offset(self._client_instance, mq))
+        self.seek(mq, await max_offset(self._client_instance, self._wire_queue(mq)))
 
     async def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> None:
         """Seek to the first message stored at or after ``timestamp_ms`` (SEARCH_OFFSET_BY_TIMESTAMP)."""
@@ -423,8 +415,6 @@ class LitePullConsumer(GroupMember):
         routes = self._client_instance.routes
         routes.use_topic(topic)
         return self._user_queues(sort_queues(await routes.subscribe_queues(topic)))
-
-    # --- offsets -----------------------------------------------------------------------------
 
     async def committed(self, mq: MessageQueue) -> int:
         """The group's committed offset of ``mq`` as stored (broker, or local file); -1 if none."""
@@ -455,7 +445,7 @@ class LitePullConsumer(GroupMember):
         )
 
     def _pull_parts(self) -> LitePullParts:
-        """What a queue's pull task works with (the consumer is started: it has an instance)."""
+        """What a queue's pull task works with; its quiet commit reads ``auto_commit`` as it commits."""
         return LitePullParts(
             instance=self._client_instance,
             offsets=self._offset_store,
@@ -468,14 +458,12 @@ class LitePullConsumer(GroupMember):
             buffer=self._buffer,
             subscriptions=self._subscriptions,
             filters=self._filters,
-            # The consumer's auto_commit when the commit happens, as every other commit.
             commit_quietly=lambda state: self._commits().commit(state, quiet=True),
         )
 
     def _lite_queues(self) -> LiteQueues:
         """What starts, seeks and releases the assigned queues (StateError: not running)."""
-        nursery = self._running()
-        return LiteQueues(nursery=nursery, parts=self._pull_parts(), commits=self._commits())
+        return LiteQueues(nursery=self._running(), parts=self._pull_parts(), commits=self._commits())
 
     # --- what GroupMember asks: rebalance, GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET ---
 

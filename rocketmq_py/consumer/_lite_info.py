@@ -67,7 +67,12 @@ def lite_running_info(
     store: OffsetStore,
     subscriptions: Iterable[SubscriptionData],
 ) -> ConsumerRunningInfo:
-    """GET_CONSUMER_RUNNING_INFO's answer: properties, subscriptions, one line per assigned queue."""
+    """GET_CONSUMER_RUNNING_INFO's answer (``mqadmin consumerStatus`` / ``consumerProgress``).
+
+    Properties, subscriptions and one line per assigned queue: its buffered messages, last pull
+    and last poll, and the offset held in the offset store (committed, or about to be). No rates
+    (``statusTable``): Java's lite consumer sends none either.
+    """
     now = trio.current_time()
     wall_ms = time.time() * 1000
     mq_table = {
@@ -87,7 +92,14 @@ async def reset_lite_offsets(
     topic: str,
     offsets: Mapping[MessageQueue, int],
 ) -> None:
-    """RESET_CONSUMER_CLIENT_OFFSET: seek the named assigned queues of ``topic``, commit at once."""
+    """RESET_CONSUMER_CLIENT_OFFSET (e.g. ``mqadmin resetOffsetByTime``): seek and commit.
+
+    Each assigned queue of ``topic`` named in ``offsets`` is sought there (its buffered messages
+    are discarded, its next pull and consumed offset move) and the offset is written to the broker
+    (or the local file) at once, even without auto-commit. Queues assigned to other members are
+    left alone (their owners get the same request). A failed write is logged: the next
+    auto-commit (or ``commit``) writes it again.
+    """
     moved: list[tuple[MessageQueue, int]] = []
     for mq, state in list(queues.items()):
         offset = offsets.get(mq, -1) if mq.topic == topic else -1

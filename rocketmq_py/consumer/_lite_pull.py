@@ -4,39 +4,26 @@
 
 - the **rebalance loop** (``subscribe`` mode): at start, every ``rebalance_interval`` seconds and
   on NOTIFY_CONSUMER_IDS_CHANGED, each subscribed topic's readable queues are allocated among the
-  group's client ids by the strategy (BROADCASTING: every queue). A revoked queue stops pulling,
-  its buffered messages are discarded and its consumed offset is committed synchronously before
-  it is released. A newly assigned queue reads its committed offset ``handoff_delay`` seconds
-  (default 1) after the rebalance began when the group has other members: the previous owner,
-  rebalancing on the same notification, has committed by then (as the push consumer does).
-  ``assign`` mode instead pulls exactly the queues given, with no rebalance;
-- one **pull task** per assigned queue: finds its start offset (the committed offset, else
-  ``consume_from_where``), then long-polls the broker (PULL_MESSAGE with the subscription in the
-  header, so ``assign`` needs no registered subscription) and appends what it finds to the
-  buffer. It waits, without polling the broker, while the queue is paused or the buffer is over a
-  limit of its :class:`~rocketmq_py.consumer._flow.FlowLimits` (``pull_threshold_for_all``
-  messages in all, ``pull_threshold_for_queue`` messages, ``pull_threshold_size_for_queue_mib``
-  MiB or ``consume_max_span`` offsets in one queue);
-- the **auto-commit loop** (``auto_commit=True``): every ``auto_commit_interval`` seconds it
-  commits, per queue, the offset after the last message :meth:`LitePullConsumer.poll` returned;
-- the **queue watcher** (:mod:`._queue_watch`): queue-change listeners, every
-  ``topic_metadata_check_interval`` seconds.
+  group's client ids by the strategy (BROADCASTING: every queue); :mod:`._lite_assign` revokes
+  and starts queues. ``assign`` mode instead pulls exactly the queues given, with no rebalance;
+- one **pull task** per assigned queue (:mod:`._lite_pull_loop`): from the committed offset, else
+  ``consume_from_where``, into the buffer, waiting while the queue is paused or the buffer is over
+  a limit of its :class:`~rocketmq_py.consumer._flow.FlowLimits` (checked in :mod:`._lite_options`);
+- the **auto-commit loop** (``auto_commit=True``, :mod:`._lite_offsets`): every
+  ``auto_commit_interval`` seconds it commits, per queue, the offset after the last message
+  :meth:`LitePullConsumer.poll` returned;
+- the **queue watcher** (:mod:`._queue_watch`): queue-change listeners.
 
 The answers to the broker's requests live in :mod:`._lite_info`; what the consumer shares with
 the push consumer (allocation, start offsets, pull answers, offset stores) in :mod:`._member`
-and :mod:`._group_client`.
-
-The buffer is a queue of pulled batches in arrival order. :meth:`~LitePullConsumer.poll` returns
-the first batch of a queue that is not paused (a flat list, at most ``pull_batch_size`` messages,
-as Java's ``poll``); :meth:`~LitePullConsumer.getmany` drains up to ``max_records`` messages and
-returns them by queue (a dict, as aiokafka's ``getmany``). A seek or a revoke discards that
-queue's buffered messages. Offsets are kept by the brokers (CLUSTERING) or in a
-:class:`~rocketmq_py.consumer._local_offset_store.LocalOffsetStore` (BROADCASTING).
+and :mod:`._group_client`. The buffer (:mod:`._lite_buffer`) is a queue of pulled batches in
+arrival order: :meth:`~LitePullConsumer.poll` returns the first batch of a queue that is not
+paused (as Java's ``poll``), :meth:`~LitePullConsumer.getmany` up to ``max_records`` messages by
+queue (as aiokafka's). A seek or a revoke discards that queue's buffered messages.
 """
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from collections.abc import Iterable, Mapping
 from os import PathLike
@@ -45,25 +32,24 @@ from typing import Any, ClassVar, Final, Self
 import trio
 
 from rocketmq_py._client._config import ClientConfig
-from rocketmq_py._client._timestamp import offset_for_timestamp
 from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py.consumer._allocate import AllocateStrategy, sort_queues
 from rocketmq_py.consumer._consume_hooks import report_polled
-from rocketmq_py.consumer._flow import (
-    PERSIST_CONSUMER_OFFSET_INTERVAL_MS,
-    REBALANCE_INTERVAL_MS,
-    FlowLimits,
-)
+from rocketmq_py.consumer._flow import PERSIST_CONSUMER_OFFSET_INTERVAL_MS, REBALANCE_INTERVAL_MS, FlowLimits
+from rocketmq_py.consumer._lite_assign import LiteQueues, assign_expressions
 from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
 from rocketmq_py.consumer._lite_info import lite_properties, lite_running_info, reset_lite_offsets
-from rocketmq_py.consumer._lite_pull_loop import LitePullParts, queue_task
+from rocketmq_py.consumer._lite_offsets import LiteCommits, max_offset, min_offset, timestamp_offset
+from rocketmq_py.consumer._lite_options import lite_options
+from rocketmq_py.consumer._lite_poll import wait_take
+from rocketmq_py.consumer._lite_pull_loop import LitePullParts
 from rocketmq_py.consumer._member import GroupMember
 from rocketmq_py.consumer._queue_watch import (
     TOPIC_METADATA_CHECK_INTERVAL_MS,
     QueueChangeListener,
     QueueWatcher,
 )
-from rocketmq_py.errors import ClientError, InvalidOption, RocketMQError, StateError
+from rocketmq_py.errors import InvalidOption, StateError
 from rocketmq_py.hooks import Hook, hook_list
 from rocketmq_py.producer._validation import validate_topic
 from rocketmq_py.protocol import (
@@ -81,12 +67,8 @@ from rocketmq_py.protocol import (
 
 __all__ = ["LitePullConsumer"]
 
-log = logging.getLogger("rocketmq_py.consumer.lite")
-
 #: Messages asked for per pull (Java ``DefaultLitePullConsumer.pullBatchSize`` = 10).
 LITE_PULL_BATCH_SIZE: Final = 10
-# The buffer limits' defaults (Java lite pullThresholdForAll, pullThresholdForQueue,
-# pullThresholdSizeForQueue, consumeMaxSpan) are FlowLimits' own, in _flow.py.
 #: Default ``poll`` / ``getmany`` wait (Java ``pollTimeoutMillis`` = 5000).
 POLL_TIMEOUT_MS: Final = 5000
 #: Auto-commit period (Java ``autoCommitIntervalMillis`` = 5000, the same as the offset persister).
@@ -169,21 +151,17 @@ class LitePullConsumer(GroupMember):
         config: ClientConfig | None = None,
         **client_options: Any,
     ) -> None:
-        if pull_batch_size < 1:
-            raise InvalidOption(f"pull_batch_size must be at least 1, got {pull_batch_size}")
-        limits = _lite_flow_limits(
-            flow_limits,
-            {
+        limits = lite_options(
+            pull_batch_size=pull_batch_size,
+            flow_limits=flow_limits,
+            old={
                 "pull_threshold_for_all": pull_threshold_for_all,
                 "pull_threshold_for_queue": pull_threshold_for_queue,
                 "pull_threshold_size_for_queue_mib": pull_threshold_size_for_queue_mib,
                 "consume_max_span": consume_max_span,
             },
+            topic_metadata_check_interval=topic_metadata_check_interval,
         )
-        if topic_metadata_check_interval <= 0:
-            raise InvalidOption(
-                f"topic_metadata_check_interval must be positive, got {topic_metadata_check_interval}"
-            )
         super().__init__(
             group,
             namesrv=namesrv,
@@ -263,23 +241,13 @@ class LitePullConsumer(GroupMember):
             raise StateError("subscribe and assign are mutually exclusive: this consumer uses subscribe")
         wanted = sort_queues({self._wire_queue(mq) for mq in queues})
         kind = ExpressionType(expression_type.upper())
-        changed: set[str] = set()
-        for topic in sorted({mq.topic for mq in wanted}):
-            validate_topic(topic)
-            if expression is not None and self._expressions.get(topic) != (expression, kind):
-                self._expressions[topic] = (expression, kind)
-                self._set_subscription(topic, expression, kind)
-                changed.add(topic)
-            elif topic not in self._subscriptions:
-                self._set_subscription(topic, "*", ExpressionType.TAG)
+        changed = assign_expressions(
+            wanted, expression, kind, self._expressions, self._subscriptions, self._set_subscription
+        )
         self._mode = "assign"
         self._assigned = wanted
         if self._nursery is not None:
-            kept = set(wanted)
-            for mq, state in list(self._queues.items()):
-                if mq.topic in changed and mq in kept and state.consumed >= 0:
-                    self.seek(mq, state.consumed)  # a pull in flight carries the old expression
-            self._apply_assignment()
+            self._lite_queues().reassign(wanted, changed)
 
     def assignment(self) -> frozenset[MessageQueue]:
         """The queues this consumer pulls now (after the last rebalance, or as assigned)."""
@@ -309,22 +277,15 @@ class LitePullConsumer(GroupMember):
 
     async def _start(self, nursery: trio.Nursery) -> None:
         if self.auto_commit:
-            nursery.start_soon(self._auto_commit_loop)
+            nursery.start_soon(self._commits().auto_commit_loop, lambda: self.auto_commit_interval)
         await nursery.start(self._watcher.run, self._client_instance.routes)
 
     def _started(self) -> None:
         if self._mode == "assign":
-            self._apply_assignment()
+            self._lite_queues().apply_assignment(self._assigned)
 
     async def _leave(self) -> None:
-        for state in self._queues.values():
-            state.dropped = True
-            state.scope.cancel()
-        self._running().cancel_scope.cancel()
-        with trio.move_on_after(self.config.request_timeout) as scope:
-            scope.shield = True
-            for state in list(self._queues.values()):
-                await self._commit_state(state, quiet=True)
+        await self._lite_queues().leave(self.config.request_timeout)
 
     def _closed(self) -> None:
         self._queues.clear()
@@ -342,16 +303,10 @@ class LitePullConsumer(GroupMember):
         Raises:
             StateError: the consumer is not running.
         """
-        with trio.move_on_after(timeout):
-            while True:
-                self._running()
-                taken = self._buffer.take(None, one_batch=True)
-                if taken:
-                    if self._hooks:
-                        report_polled(self._hooks, self.group, taken, self.namespace)
-                    return next(iter(taken.values()))
-                await self._buffer.wait_arrival()
-        return []
+        taken = await wait_take(self._buffer, self._running, None, one_batch=True, timeout=timeout)
+        if taken and self._hooks:
+            report_polled(self._hooks, self.group, taken, self.namespace)
+        return next(iter(taken.values()), [])
 
     async def getmany(
         self,
@@ -369,18 +324,12 @@ class LitePullConsumer(GroupMember):
         """
         if max_records is not None and max_records < 1:
             raise InvalidOption(f"max_records must be at least 1, got {max_records}")
-        with trio.move_on_after(timeout):
-            while True:
-                self._running()
-                taken = self._buffer.take(max_records, one_batch=False)
-                if taken:
-                    if self.namespace is not None:
-                        taken = {unwrap_queue(self.namespace, mq): msgs for mq, msgs in taken.items()}
-                    if self._hooks:
-                        report_polled(self._hooks, self.group, taken, self.namespace)
-                    return taken
-                await self._buffer.wait_arrival()
-        return {}
+        taken = await wait_take(self._buffer, self._running, max_records, one_batch=False, timeout=timeout)
+        if taken and self.namespace is not None:
+            taken = {unwrap_queue(self.namespace, mq): msgs for mq, msgs in taken.items()}
+        if taken and self._hooks:
+            report_polled(self._hooks, self.group, taken, self.namespace)
+        return taken
 
     def __aiter__(self) -> Self:
         return self
@@ -399,7 +348,7 @@ class LitePullConsumer(GroupMember):
                 await self._buffer.wait_arrival()
         return self._pending.popleft()
 
-    # --- pause, seek -------------------------------------------------------------------------
+    # --- pause, seek, commit -----------------------------------------------------------------
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Stop pulling ``queues`` and keep their buffered messages from poll until resumed."""
@@ -424,17 +373,7 @@ class LitePullConsumer(GroupMember):
             ClientError: ``mq`` is not assigned to this consumer.
             InvalidOption: ``offset`` < 0 (a :class:`~rocketmq_py.errors.ClientError`).
         """
-        nursery = self._running()
-        mq = self._wire_queue(mq)
-        old = self._queues.get(mq)
-        if old is None:
-            raise ClientError(f"{mq} is not assigned to this consumer")
-        if offset < 0:
-            raise InvalidOption(f"offset must be >= 0, got {offset}")
-        self._discard(old)
-        state = LiteQueue(mq, next_offset=offset, consumed=offset)
-        self._queues[mq] = state
-        nursery.start_soon(queue_task, self._pull_parts(), state)
+        self._lite_queues().seek(self._wire_queue(mq), offset)
 
     async def seek_to_beginning(self, mq: MessageQueue) -> None:
         """Seek to the queue's smallest offset (GET_MIN_OFFSET); aiokafka's name.
@@ -444,11 +383,7 @@ class LitePullConsumer(GroupMember):
             ClientError: ``mq`` is not assigned to this consumer.
         """
         self._running()
-        mq = self._wire_queue(mq)
-        address = await self._client_instance.routes.require_master(mq.topic, mq.broker_name)
-        self.seek(
-            mq, await self._client_instance.api.get_min_offset(address, mq.topic, mq.queue_id, mq.broker_name)
-        )
+        self.seek(mq, await min_offset(self._client_instance, self._wire_queue(mq)))
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         """Deprecated: :meth:`seek_to_beginning`, the same seek under aiokafka's name."""
@@ -458,11 +393,7 @@ class LitePullConsumer(GroupMember):
     async def seek_to_end(self, mq: MessageQueue) -> None:
         """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""
         self._running()
-        mq = self._wire_queue(mq)
-        address = await self._client_instance.routes.require_master(mq.topic, mq.broker_name)
-        self.seek(
-            mq, await self._client_instance.api.get_max_offset(address, mq.topic, mq.queue_id, mq.broker_name)
-        )
+        self.seek(mq, await max_offset(self._client_instance, self._wire_queue(mq)))
 
     async def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> None:
         """Seek to the first message stored at or after ``timestamp_ms`` (SEARCH_OFFSET_BY_TIMESTAMP)."""
@@ -475,11 +406,7 @@ class LitePullConsumer(GroupMember):
         The same answer from every broker release (an older broker's is corrected by reading the
         stored timestamps near it).
         """
-        mq = self._wire_queue(mq)
-        address = await self._client_instance.routes.require_master(mq.topic, mq.broker_name)
-        return await offset_for_timestamp(
-            self._client_instance.api, address, mq, timestamp_ms, group=self.group
-        )
+        return await timestamp_offset(self._client_instance, self._wire_queue(mq), timestamp_ms, self.group)
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The readable queues of ``topic`` from its route, sorted (for :meth:`assign`)."""
@@ -489,15 +416,9 @@ class LitePullConsumer(GroupMember):
         routes.use_topic(topic)
         return self._user_queues(sort_queues(await routes.subscribe_queues(topic)))
 
-    # --- offsets -----------------------------------------------------------------------------
-
     async def committed(self, mq: MessageQueue) -> int:
         """The group's committed offset of ``mq`` as stored (broker, or local file); -1 if none."""
-        mq = self._wire_queue(mq)
-        offset = await self._offset_store.read_from_broker(mq)
-        if mq not in self._queues:
-            self._offset_store.remove(mq)  # reading is not owning: keep it out of the auto-commits
-        return offset
+        return await self._commits().committed(self._wire_queue(mq))
 
     async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
         """Commit now, synchronously.
@@ -511,17 +432,20 @@ class LitePullConsumer(GroupMember):
         """
         self._running()
         if offsets is None:
-            for state in list(self._queues.values()):
-                await self._commit_state(state, quiet=False)
-            return
-        store = self._offset_store
-        for user_mq, offset in offsets.items():
-            mq = self._wire_queue(user_mq)
-            store.update(mq, offset, increase_only=False)
-            await store.persist(mq)
+            await self._commits().commit_all(quiet=False)
+        else:
+            await self._commits().commit_offsets((self._wire_queue(mq), o) for mq, o in offsets.items())
+
+    # --- parts (built at each use, from the consumer's settings as they are then) ---------------
+
+    def _commits(self) -> LiteCommits:
+        """What commits the assigned queues' offsets (the consumer is started: it has a store)."""
+        return LiteCommits(
+            store=self._offset_store, group=self.group, auto_commit=self.auto_commit, queues=self._queues
+        )
 
     def _pull_parts(self) -> LitePullParts:
-        """What a queue's pull task works with (the consumer is started: it has an instance)."""
+        """What a queue's pull task works with; its quiet commit reads ``auto_commit`` as it commits."""
         return LitePullParts(
             instance=self._client_instance,
             offsets=self._offset_store,
@@ -534,110 +458,27 @@ class LitePullConsumer(GroupMember):
             buffer=self._buffer,
             subscriptions=self._subscriptions,
             filters=self._filters,
-            commit_quietly=self._commit_quietly,
+            commit_quietly=lambda state: self._commits().commit(state, quiet=True),
         )
 
-    async def _commit_quietly(self, state: LiteQueue) -> None:
-        await self._commit_state(state, quiet=True)
+    def _lite_queues(self) -> LiteQueues:
+        """What starts, seeks and releases the assigned queues (StateError: not running)."""
+        return LiteQueues(nursery=self._running(), parts=self._pull_parts(), commits=self._commits())
 
-    async def _commit_state(self, state: LiteQueue, *, quiet: bool) -> None:
-        store = self._offset_store
-        if self.auto_commit or not quiet:
-            store.update(state.mq, state.consumed, increase_only=False)
-        if store.get(state.mq) < 0:
-            return
-        try:
-            await store.persist(state.mq)
-        except RocketMQError as exc:
-            if not quiet:
-                raise
-            log.warning("%s: committing the offset of %s failed: %s", self.group, state.mq, exc)
-
-    async def _auto_commit_loop(self) -> None:
-        while True:
-            await trio.sleep(self.auto_commit_interval)
-            store = self._offset_store
-            for state in list(self._queues.values()):
-                if state.consumed >= 0:
-                    store.update(state.mq, state.consumed, increase_only=False)
-            # Only assigned queues: a queue read by committed() or released meanwhile is not ours
-            # to overwrite (its new owner may have moved on).
-            await store.persist_all(self._queues.keys())
-
-    # --- assignment --------------------------------------------------------------------------
-
-    def _discard(self, state: LiteQueue) -> None:
-        """Stop the queue's pull task and drop its buffered messages (no I/O)."""
-        state.scope.cancel()
-        self._buffer.discard(state)
-        if self._queues.get(state.mq) is state:
-            del self._queues[state.mq]
-
-    async def _release(self, state: LiteQueue) -> None:
-        """Revoke a queue: discard its buffer, commit its consumed offset, forget it."""
-        self._discard(state)
-        self._buffer.resume([state.mq])
-        await self._commit_released(state)
-
-    async def _commit_released(self, state: LiteQueue) -> None:
-        await self._commit_state(state, quiet=True)
-        if state.mq not in self._queues:
-            self._offset_store.remove(state.mq)
-
-    def _add(self, mq: MessageQueue, start_after: float | None = None) -> None:
-        state = LiteQueue(mq)
-        self._queues[mq] = state
-        self._running().start_soon(queue_task, self._pull_parts(), state, start_after)
-
-    def _apply_assignment(self) -> None:
-        """Start the assigned queues not pulled yet; release the others (committing in a task)."""
-        nursery = self._running()
-        wanted = set(self._assigned)
-        for mq, state in list(self._queues.items()):
-            if mq not in wanted:
-                self._discard(state)
-                self._buffer.resume([mq])
-                nursery.start_soon(self._commit_released, state)
-        for mq in self._assigned:
-            if mq not in self._queues:
-                self._client_instance.routes.use_topic(mq.topic)
-                self._add(mq)
+    # --- what GroupMember asks: rebalance, GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET ---
 
     def _rebalances(self) -> bool:
         return self._mode == "subscribe"
 
     async def _rebalance_topic(self, topic: str) -> None:
         allocation = await self._allocate(topic)
-        if allocation is None or not (self.broadcasting or (allocation.mq_all and allocation.cid_all)):
-            return
-        allocated = allocation.allocated
-        revoked = [s for mq, s in self._queues.items() if mq.topic == topic and mq not in allocated]
-        for state in revoked:
-            await self._release(state)
-        added = sort_queues(allocated - self._queues.keys())
-        start_after = self._handoff_start(len(allocation.cid_all))
-        for mq in added:
-            self._add(mq, start_after)
-        if revoked or added:
-            log.info(
-                "%s: %s rebalanced (%s): %d queues, revoked %s, added %s",
-                self.group,
-                topic,
-                self.strategy.name,
-                len(allocated),
-                [s.mq for s in revoked],
-                added,
+        if allocation is not None:
+            await self._lite_queues().rebalance_topic(
+                topic, allocation, self.broadcasting, self._handoff_start, self.strategy.name
             )
 
-    # --- answering the broker (GET_CONSUMER_RUNNING_INFO, RESET_CONSUMER_CLIENT_OFFSET) ------
-
     def _running_info(self) -> ConsumerRunningInfo:
-        """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``).
-
-        Properties, subscriptions and one line per assigned queue: its buffered messages, last
-        pull and last poll, and the offset held in the offset store (committed, or about to be).
-        No rates (``statusTable``): Java's lite consumer sends none either.
-        """
+        """What GET_CONSUMER_RUNNING_INFO answers (:func:`~._lite_info.lite_running_info`)."""
         properties = lite_properties(
             self._member_properties(),
             mode=self._mode,
@@ -651,34 +492,8 @@ class LitePullConsumer(GroupMember):
         return lite_running_info(properties, self._queues, self._offset_store, self._subscriptions.values())
 
     async def _reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
-        """RESET_CONSUMER_CLIENT_OFFSET (e.g. ``mqadmin resetOffsetByTime``): seek and commit.
-
-        Each assigned queue of ``topic`` named in ``offsets`` is sought there (its buffered
-        messages are discarded, its next pull and consumed offset move) and the offset is written
-        to the broker (or the local file) at once, even without auto-commit. Queues assigned to
-        other members are left alone (their owners get the same request). A failed write is
-        logged: the next auto-commit (or :meth:`commit`) writes it again.
-        """
+        """RESET_CONSUMER_CLIENT_OFFSET: seek and commit (:func:`~._lite_info.reset_lite_offsets`)."""
         if self.namespace is not None:  # the broker's names stay as they are (wrapping is idempotent)
             topic = wrap_name(self.namespace, topic)
             offsets = {self._wire_queue(mq): offset for mq, offset in offsets.items()}
         await reset_lite_offsets(self.group, self._queues, self.seek, self._offset_store, topic, offsets)
-
-
-def _lite_flow_limits(flow_limits: FlowLimits | None, old: Mapping[str, int | None]) -> FlowLimits:
-    """The lite consumer's limits from ``flow_limits`` or the deprecated keywords (``old``), checked.
-
-    Raises:
-        InvalidOption: both were given, or a limit is out of range or one the lite consumer cannot
-            enforce (the push consumer's topic-level limits).
-    """
-    given = {name: value for name, value in old.items() if value is not None}
-    if given and flow_limits is not None:
-        raise InvalidOption(
-            f"give flow_limits or its fields {sorted(given)} as keywords (deprecated), not both"
-        )
-    for name in given:
-        warn_deprecated(f"LitePullConsumer({name}=...) is deprecated; use flow_limits=FlowLimits({name}=...)")
-    limits = FlowLimits(**given) if flow_limits is None else flow_limits
-    limits.validate(consumer="lite")
-    return limits

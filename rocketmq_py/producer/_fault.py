@@ -165,8 +165,8 @@ class LatencyFaultTolerance:
         not_available_ms: the bench in ms for each threshold (default
             :data:`NOT_AVAILABLE_DURATION_MS`).
         rng: the random source of :meth:`pick_one_at_least`.
-        latency_max, not_available: deprecated names of ``latency_max_ms`` and
-            ``not_available_ms`` (a :class:`DeprecationWarning`).
+        latency_max: the deprecated name of ``latency_max_ms`` (a :class:`DeprecationWarning`).
+        not_available: the deprecated name of ``not_available_ms`` (a :class:`DeprecationWarning`).
 
     Raises:
         InvalidOption: the two tables differ in length, or a table is given under both names.
@@ -418,8 +418,10 @@ class FaultConfig:
         not_available_ms: how long (ms) a broker is avoided after an attempt that took at least
             the matching threshold (default :data:`NOT_AVAILABLE_DURATION_MS`, Java 5.x
             ``notAvailableDuration``).
-        latency_max, not_available: deprecated names of ``latency_max_ms`` and
-            ``not_available_ms`` (a :class:`DeprecationWarning`); readable as attributes too.
+        latency_max: the deprecated name of ``latency_max_ms`` (a :class:`DeprecationWarning`);
+            readable as an attribute too.
+        not_available: the deprecated name of ``not_available_ms`` (a :class:`DeprecationWarning`);
+            readable as an attribute too.
 
     Raises:
         InvalidOption: the two tables differ in length, or a table is given under both names.

@@ -18,7 +18,6 @@ import trio
 
 from rocketmq_py import Message, MessageExt, MessageQueue, Producer, PushConsumer, SendResult
 from rocketmq_py._client._timestamp import offset_for_timestamp
-from rocketmq_py.consumer._start_offset import parse_consume_timestamp
 from rocketmq_py.testing import Cluster
 from rocketmq_py.testing._report_process import ReportingProcess
 from rocketmq_py.testing._traffic import SteadyProducer
@@ -342,10 +341,10 @@ async def test_consume_from_timestamp_searches_by_store_time_and_keeps_javas_fre
         namesrv=cluster.namesrv_addr,
         listener=listener,
         consume_from_where="CONSUME_FROM_TIMESTAMP",
-        consume_timestamp=time.strftime("%Y%m%d%H%M%S", time.localtime(start)),
+        consume_timestamp_ms=start * 1000,
     )
     consumer.subscribe(topic)
-    assert parse_consume_timestamp(consumer.consume_timestamp or "") == start * 1000
+    assert consumer.consume_timestamp_ms == start * 1000
     sizes = Counter((r.queue.broker_name, r.queue.queue_id) for r in before + after)
     first_after: dict[Queue, int] = {}
     for r in after:

@@ -171,7 +171,7 @@ class Assignment:
                         settings.group,
                         mq,
                         settings.consume_from_where,
-                        settings.consume_timestamp,
+                        settings.consume_timestamp_ms,
                     )
                 except RocketMQError as exc:
                     found[mq] = exc

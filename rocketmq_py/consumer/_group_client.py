@@ -157,7 +157,7 @@ async def start_offset(
     group: str,
     mq: MessageQueue,
     consume_from_where: ConsumeFromWhere,
-    consume_timestamp: str | None,
+    consume_timestamp_ms: int | None,
 ) -> tuple[int, bool]:
     """Where a newly owned queue starts, and whether that is the committed offset.
 
@@ -166,7 +166,7 @@ async def start_offset(
 
     Raises:
         RocketMQError: the master could not be asked.
-        StateError: the decision has no offset (e.g. an invalid ``consume_timestamp``).
+        StateError: the decision has no offset (none happens: the decision always names an offset here).
     """
     try:
         stored = await offsets.read_from_broker(mq)
@@ -174,7 +174,7 @@ async def start_offset(
         log.warning("%s: reading the offset of %s failed: %s", group, mq, exc)
         stored = -2
     decision = compute_pull_from_where(
-        consume_from_where, mq.topic, stored, consume_timestamp=consume_timestamp
+        consume_from_where, mq.topic, stored, consume_timestamp_ms=consume_timestamp_ms
     )
     if decision.start_from is StartFrom.STORED:
         return decision.offset, True

@@ -88,7 +88,8 @@ class LitePullConsumer(GroupMember):
         message_model: CLUSTERING (the group shares the queues, offsets on the brokers) or
             BROADCASTING (every queue, offsets in a local file under ``offsets_dir``).
         consume_from_where: where a queue without a committed offset starts.
-        consume_timestamp: ``yyyyMMddHHmmss`` for CONSUME_FROM_TIMESTAMP (default: 30 min ago).
+        consume_timestamp_ms: epoch ms CONSUME_FROM_TIMESTAMP starts at (default: 30 min ago).
+        consume_timestamp: deprecated: the same as Java's ``yyyyMMddHHmmss`` in local time.
         auto_commit: commit the consumed offsets every ``auto_commit_interval`` seconds, on a
             revoke and on close; when off, only :meth:`commit` commits.
         pull_batch_size: messages per pull, so at most per ``poll``.
@@ -132,6 +133,7 @@ class LitePullConsumer(GroupMember):
         strategy: str | AllocateStrategy = "AVG",
         message_model: MessageModel | str = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp_ms: int | None = None,
         consume_timestamp: str | None = None,
         auto_commit: bool = True,
         auto_commit_interval: float = AUTO_COMMIT_INTERVAL_MS / 1000,
@@ -170,6 +172,7 @@ class LitePullConsumer(GroupMember):
             message_model=message_model,
             consume_from_where=consume_from_where,
             consume_timestamp=consume_timestamp,
+            consume_timestamp_ms=consume_timestamp_ms,
             rebalance_interval=rebalance_interval,
             handoff_delay=handoff_delay,
             offsets_dir=offsets_dir,
@@ -452,7 +455,7 @@ class LitePullConsumer(GroupMember):
             group=self.group,
             namespace=self.namespace,
             consume_from_where=self.consume_from_where,
-            consume_timestamp=self.consume_timestamp,
+            consume_timestamp_ms=self.consume_timestamp_ms,
             auto_commit=self.auto_commit,
             pull_batch_size=self.pull_batch_size,
             buffer=self._buffer,

@@ -55,7 +55,7 @@ class LitePullParts:
     group: str
     namespace: str | None
     consume_from_where: ConsumeFromWhere
-    consume_timestamp: str | None
+    consume_timestamp_ms: int | None
     auto_commit: bool
     pull_batch_size: int
     buffer: LiteBuffer
@@ -78,7 +78,7 @@ async def queue_task(consumer: LitePullParts, state: LiteQueue, start_after: flo
                     consumer.group,
                     state.mq,
                     consumer.consume_from_where,
-                    consumer.consume_timestamp,
+                    consumer.consume_timestamp_ms,
                 )
             except RocketMQError as exc:
                 log.warning("%s: no start offset for %s yet: %s", consumer.group, state.mq, exc)

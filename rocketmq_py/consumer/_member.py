@@ -49,6 +49,7 @@ from rocketmq_py.consumer._group_client import (
     refresh_quietly,
 )
 from rocketmq_py.consumer._offset_store_api import OffsetStore
+from rocketmq_py.consumer._start_offset import consume_timestamp_epoch_ms, format_consume_timestamp
 from rocketmq_py.errors import ClientError, RocketMQError, StateError
 from rocketmq_py.hooks import Hook, hook_list
 from rocketmq_py.producer._validation import validate_group, validate_topic
@@ -91,7 +92,8 @@ class GroupMember:
         strategy: allocation strategy name or object.
         message_model: CLUSTERING (the group shares the queues) or BROADCASTING (every queue).
         consume_from_where: where a queue without a committed offset starts.
-        consume_timestamp: ``yyyyMMddHHmmss`` for CONSUME_FROM_TIMESTAMP (default: 30 min ago).
+        consume_timestamp_ms: epoch ms CONSUME_FROM_TIMESTAMP starts at (default: 30 min ago).
+        consume_timestamp: deprecated: the same as Java's ``yyyyMMddHHmmss`` in local time.
         rebalance_interval: seconds between rebalance rounds.
         handoff_delay: seconds after a round began before a newly assigned queue reads its
             committed offset, when the group has other members (they commit meanwhile).
@@ -114,6 +116,7 @@ class GroupMember:
         message_model: MessageModel | str,
         consume_from_where: ConsumeFromWhere | str,
         consume_timestamp: str | None,
+        consume_timestamp_ms: int | None,
         rebalance_interval: float,
         handoff_delay: float,
         offsets_dir: str | PathLike[str] | None,
@@ -134,7 +137,8 @@ class GroupMember:
         self.strategy = get_strategy(strategy)
         self.message_model = MessageModel(message_model)
         self.consume_from_where = ConsumeFromWhere(consume_from_where)
-        self.consume_timestamp = consume_timestamp
+        #: Where CONSUME_FROM_TIMESTAMP starts (epoch ms); ``None``: 30 minutes ago.
+        self.consume_timestamp_ms = consume_timestamp_epoch_ms(consume_timestamp, consume_timestamp_ms)
         self.rebalance_interval = rebalance_interval
         self.handoff_delay = handoff_delay
         self.offsets_dir = offsets_dir
@@ -491,7 +495,9 @@ class GroupMember:
             "consumerGroup": self.group,
             "messageModel": self.message_model.value,
             "consumeFromWhere": self.consume_from_where.value,
-            "consumeTimestamp": self.consume_timestamp or "",
+            "consumeTimestamp": format_consume_timestamp(self.consume_timestamp_ms)
+            if self.consume_timestamp_ms is not None
+            else "",
             "instanceName": self.config.instance_name or "",
             "clientIP": self.config.client_ip or "",
             "unitMode": "false",

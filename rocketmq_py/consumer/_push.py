@@ -143,7 +143,8 @@ class PushConsumer(GroupMember):
         strategy: allocation strategy name (``"AVG"``, ``"AVG_BY_CIRCLE"``, ``"CONSISTENT_HASH"``)
             or an :class:`AllocateStrategy`.
         consume_from_where: where a queue without a committed offset starts.
-        consume_timestamp: ``yyyyMMddHHmmss`` for CONSUME_FROM_TIMESTAMP (default: 30 min ago).
+        consume_timestamp_ms: epoch ms CONSUME_FROM_TIMESTAMP starts at (default: 30 min ago).
+        consume_timestamp: deprecated: the same as Java's ``yyyyMMddHHmmss`` in local time.
         consume_concurrency: messages (batches) being consumed at once (Java's 20 threads).
         max_reconsume_times: deliveries before a message goes to ``%DLQ%group`` (default 16;
             orderly: unlimited, as Java).
@@ -192,6 +193,7 @@ class PushConsumer(GroupMember):
         strategy: str | AllocateStrategy = "AVG",
         message_model: MessageModel | str = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp_ms: int | None = None,
         consume_timestamp: str | None = None,
         consume_concurrency: int = CONSUME_CONCURRENCY,
         consume_batch_max_size: int = CONSUME_MESSAGE_BATCH_MAX_SIZE,
@@ -225,6 +227,7 @@ class PushConsumer(GroupMember):
             message_model=message_model,
             consume_from_where=consume_from_where,
             consume_timestamp=consume_timestamp,
+            consume_timestamp_ms=consume_timestamp_ms,
             rebalance_interval=rebalance_interval,
             handoff_delay=handoff_delay,
             offsets_dir=offsets_dir,

@@ -49,7 +49,7 @@ class PushSettings:
     broadcasting: bool
     strategy_name: str
     consume_from_where: ConsumeFromWhere
-    consume_timestamp: str | None
+    consume_timestamp_ms: int | None
     consume_concurrency: int
     consume_batch_max_size: int
     pull_batch_size: int

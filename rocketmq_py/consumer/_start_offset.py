@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Final
 
+from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py.errors import InvalidOption
 from rocketmq_py.protocol._bodies import ConsumeFromWhere
 from rocketmq_py.protocol._names import is_retry_topic
@@ -43,6 +44,7 @@ __all__ = [
     "StartFrom",
     "StartOffsetDecision",
     "compute_pull_from_where",
+    "consume_timestamp_epoch_ms",
     "default_consume_timestamp",
     "format_consume_timestamp",
     "parse_consume_timestamp",
@@ -84,6 +86,26 @@ def parse_consume_timestamp(text: str, tz: tzinfo | None = None) -> int:
     if tz is not None:
         when = when.replace(tzinfo=tz)
     return int(when.timestamp()) * 1000
+
+
+def consume_timestamp_epoch_ms(text: str | None, epoch_ms: int | None) -> int | None:
+    """A consumer's CONSUME_FROM_TIMESTAMP start as epoch ms, from ``consume_timestamp_ms`` or the
+    deprecated ``yyyyMMddHHmmss`` ``consume_timestamp`` (local time, as Java reads it).
+
+    Raises:
+        InvalidOption: both were given, ``text`` is malformed, or ``epoch_ms`` is negative.
+    """
+    if text is None:
+        if epoch_ms is not None and epoch_ms < 0:
+            raise InvalidOption(f"consume_timestamp_ms must be epoch milliseconds >= 0, not {epoch_ms}")
+        return epoch_ms
+    if epoch_ms is not None:
+        raise InvalidOption("give consume_timestamp_ms, not also the deprecated consume_timestamp")
+    warn_deprecated(
+        "consume_timestamp='yyyyMMddHHmmss' is deprecated; use consume_timestamp_ms (epoch ms, as "
+        "seek_to_timestamp and offset_for_timestamp take)"
+    )
+    return parse_consume_timestamp(text)
 
 
 def default_consume_timestamp(now_ms: int | None = None, tz: tzinfo | None = None) -> str:
@@ -134,6 +156,7 @@ def compute_pull_from_where(
     stored_offset: int,
     *,
     consume_timestamp: str | None = None,
+    consume_timestamp_ms: int | None = None,
     now_ms: int | None = None,
     tz: tzinfo | None = None,
 ) -> StartOffsetDecision:
@@ -147,6 +170,7 @@ def compute_pull_from_where(
         consume_timestamp: the consumer's ``yyyyMMddHHmmss`` consumeTimestamp; ``None`` means
             :func:`default_consume_timestamp` of ``now_ms`` (Java fixes the default when the
             consumer is created: pass it from the consumer's settings to do the same).
+        consume_timestamp_ms: the start as epoch ms; when given, ``consume_timestamp`` is not read.
         now_ms: wall-clock epoch ms for that default (default: the wall clock).
         tz: the time zone of ``consume_timestamp`` (default: local time, as Java).
 
@@ -166,6 +190,8 @@ def compute_pull_from_where(
     if consume_from_where == ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
         if is_retry:
             return StartOffsetDecision(StartFrom.MAX_OFFSET)
+        if consume_timestamp_ms is not None:
+            return StartOffsetDecision(StartFrom.TIMESTAMP, timestamp_ms=consume_timestamp_ms)
         text = consume_timestamp if consume_timestamp is not None else default_consume_timestamp(now_ms, tz)
         return StartOffsetDecision(StartFrom.TIMESTAMP, timestamp_ms=parse_consume_timestamp(text, tz))
     # CONSUME_FROM_LAST_OFFSET and the deprecated MIN_OFFSET, MAX_OFFSET and

@@ -245,7 +245,7 @@ async def test_push_consume_from_timestamp_on_4x(
         namesrv=broker_4x.address,
         listener=listener,
         consume_from_where="CONSUME_FROM_TIMESTAMP",
-        consume_timestamp=SINCE_TEXT,
+        consume_timestamp_ms=SINCE,
     )
     consumer.subscribe(TOPIC)
     async with consumer:

@@ -318,7 +318,7 @@ async def test_timestamp_starts_at_the_first_message_stored_since(
     fb.put_messages(0, [Message(cluster.topic, b"new")], store_timestamp=since)
     fb.put_messages(0, [Message(cluster.topic, b"newer")], store_timestamp=since + 60_000)
     cluster.put(retry_a, 3)
-    async with make_consumer(consume_from_where="CONSUME_FROM_TIMESTAMP", consume_timestamp=text):
+    async with make_consumer(consume_from_where="CONSUME_FROM_TIMESTAMP", consume_timestamp_ms=since):
         await cluster.wait_until(lambda: len(recorder.messages) == 2)
         await trio.sleep(1)
     assert sorted(recorder.bodies()) == [b"new", b"newer"]

@@ -8,7 +8,6 @@ either consumer calls it the same way:
   this member's share of the queues (BROADCASTING: every queue);
 - :func:`start_offset`: where a newly owned queue starts (the committed offset, else
   ``consume_from_where`` resolved against the broker);
-- :func:`read_pull_reply`: a PULL_MESSAGE answer decoded and interpreted;
 - :func:`refresh_quietly`: a route refresh whose failure is only logged;
 - :func:`next_subscription`: a (re-)subscription whose version the broker takes as newer;
 - :func:`java_strategy_class` and :func:`process_queue_info`: the parts of GET_CONSUMER_RUNNING_INFO
@@ -22,7 +21,6 @@ import random
 import time
 from dataclasses import dataclass
 from os import PathLike
-from typing import Final
 
 import trio
 
@@ -30,31 +28,19 @@ from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._route_service import RouteService
 from rocketmq_py._client._timestamp import offset_for_timestamp
 from rocketmq_py.consumer._allocate import AllocateStrategy, sort_consumers, sort_queues
-from rocketmq_py.consumer._filter import MessageFilter
 from rocketmq_py.consumer._local_offset_store import LocalOffsetStore
 from rocketmq_py.consumer._offset_store import RemoteOffsetStore
 from rocketmq_py.consumer._offset_store_api import OffsetStore
 from rocketmq_py.consumer._process_queue import ProcessQueue
-from rocketmq_py.consumer._pull_result import (
-    PullResult,
-    PullStatus,
-    interpret_pull_response,
-    process_found_messages,
-)
 from rocketmq_py.consumer._start_offset import StartFrom, compute_pull_from_where
 from rocketmq_py.errors import RocketMQError, StateError
 from rocketmq_py.protocol import (
     ConsumeFromWhere,
     ExpressionType,
-    MessageExt,
     MessageQueue,
     ProcessQueueInfo,
-    PullMessageResponseHeader,
-    RemotingCommand,
     SubscriptionData,
     build_subscription_data,
-    decode_messages,
-    from_ext_fields,
 )
 
 __all__ = [
@@ -65,7 +51,6 @@ __all__ = [
     "next_subscription",
     "open_offset_store",
     "process_queue_info",
-    "read_pull_reply",
     "refresh_quietly",
     "start_offset",
 ]
@@ -187,56 +172,6 @@ async def start_offset(
     if decision.start_from is StartFrom.TIMESTAMP:
         return await offset_for_timestamp(api, address, mq, decision.timestamp_ms, group=group), False
     raise StateError(f"{mq}: {decision.reason}")
-
-
-_PULL_REPLY_KEYS: Final = ("nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId")
-
-
-def read_pull_reply(
-    reply: RemotingCommand, *, msg_filter: MessageFilter | None, broker_name: str, queue_id: int
-) -> tuple[PullResult, list[MessageExt]]:
-    """A PULL_MESSAGE answer: its status and offsets, and (FOUND) the messages that pass the filter.
-
-    The messages get the queue pulled: ``broker_name`` (given to the decoder, as Java's
-    ``processPullResult`` sets ``brokerName``) and ``queue_id``.
-
-    Raises:
-        RocketMQError: the answer is an error, or its body does not decode.
-    """
-    fields = reply.ext_fields
-    try:  # the usual answer read directly: non-negative decimals (what the typed header accepts)
-        texts = [fields[key] for key in _PULL_REPLY_KEYS]
-        if not all(len(text) <= 18 and text.isascii() and text.isdigit() for text in texts):
-            raise ValueError
-        next_begin, min_offset, max_offset, suggest = map(int, texts)
-        delta_text = fields.get("offsetDelta")
-        if delta_text is not None and not (
-            len(delta_text) <= 18 and delta_text.isascii() and delta_text.isdigit()
-        ):
-            raise ValueError
-        delta = None if delta_text is None else int(delta_text)
-    except (KeyError, ValueError):  # anything else: the typed header, with its precise error
-        ext = from_ext_fields(PullMessageResponseHeader, fields)
-        next_begin, min_offset, max_offset = ext.next_begin_offset, ext.min_offset, ext.max_offset
-        suggest, delta = ext.suggest_which_broker_id, ext.offset_delta
-    result = interpret_pull_response(
-        reply.code,
-        remark=reply.remark,
-        next_begin_offset=next_begin,
-        min_offset=min_offset,
-        max_offset=max_offset,
-        suggest_which_broker_id=suggest,
-        offset_delta=delta,
-    )
-    msgs: list[MessageExt] = []
-    if result.status is PullStatus.FOUND:
-        msgs = process_found_messages(
-            decode_messages(reply.body, broker_name=broker_name),
-            result,
-            msg_filter=msg_filter,
-            queue_id=queue_id,
-        )
-    return result, msgs
 
 
 def next_subscription(

@@ -3,8 +3,9 @@
 The start offset is the group's committed one, else ``consume_from_where`` resolved against the
 broker (a fresh position is committed at once with auto-commit, so a member taking the queue over
 before the first auto-commit starts there too). Then each round waits, without asking the broker,
-while the buffer is over a limit or the queue is paused, pulls with the subscription in the request
-(so ``assign`` mode needs nothing registered), and appends what was found. An illegal offset is
+while the buffer is over a limit or the queue is paused, pulls once
+(:func:`~rocketmq_py.consumer._pull_once.pull_once`) with the subscription in the request (so
+``assign`` mode needs nothing registered), and appends what was found. An illegal offset is
 corrected from the broker's answer, as Java's lite consumer does.
 """
 
@@ -20,12 +21,12 @@ import trio
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py.consumer._filter import MessageFilter
 from rocketmq_py.consumer._flow import PULL_TIME_DELAY_WHEN_EXCEPTION_MS
-from rocketmq_py.consumer._group_client import read_pull_reply, refresh_quietly, start_offset
+from rocketmq_py.consumer._group_client import start_offset
 from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
 from rocketmq_py.consumer._offset_store_api import OffsetStore
-from rocketmq_py.consumer._pull_result import next_pull_action, pull_error_delay_ms
+from rocketmq_py.consumer._pull_once import pull_once
 from rocketmq_py.errors import RocketMQError
-from rocketmq_py.protocol import ConsumeFromWhere, SubscriptionData, pull_request_header, unwrap_name
+from rocketmq_py.protocol import ConsumeFromWhere, SubscriptionData, unwrap_name
 
 __all__ = [
     "LITE_BROKER_SUSPEND_MAX_TIME_MS",
@@ -100,47 +101,31 @@ async def _pull_loop(consumer: LitePullParts, state: LiteQueue) -> None:
         if consumer.buffer.blocked(state):
             await consumer.buffer.wait_room()
             continue
-        sub = consumer.subscriptions.get(mq.topic)
-        found = routes.find_broker(mq.broker_name, broker_id)
-        if sub is None or found is None:
-            await refresh_quietly(routes, mq.topic)
-            await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
-            continue
-        header = pull_request_header(
-            consumer.group,
-            mq,
+        pulled = await pull_once(
+            api,
+            routes,
+            group=consumer.group,
+            mq=mq,
+            pq=pq,
             offset=state.next_offset,
-            max_msgs=consumer.pull_batch_size,
-            expression_type=sub.expression_type.value,
-            sub_version=sub.sub_version,
-            subscription=sub.sub_string,
+            broker_id=broker_id,
+            batch_size=consumer.pull_batch_size,
+            subscriptions=consumer.subscriptions,
+            filters=consumer.filters,
             suspend_ms=LITE_BROKER_SUSPEND_MAX_TIME_MS,
+            timeout_ms=LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
+            send_subscription=True,
+            commit_from=None,
+            log=log,
         )
-        try:
-            reply = await api.pull_message(
-                found.address, header, timeout=LITE_CONSUMER_TIMEOUT_WHEN_SUSPEND_MS / 1000
-            )
-            result, msgs = read_pull_reply(
-                reply,
-                msg_filter=consumer.filters.get(mq.topic),
-                broker_name=mq.broker_name,
-                queue_id=mq.queue_id,
-            )
-        except RocketMQError as exc:
-            log.info("pull of %s from %s failed: %s", mq, found.address, exc)
-            await trio.sleep(pull_error_delay_ms(exc) / 1000)
+        action, msgs = pulled.action, pulled.msgs
+        if action is None:
+            await trio.sleep(pulled.retry_delay_ms / 1000)
             continue
         if state.dropped:
             return  # a seek or revoke replaced this queue while the answer was on its way
         pq.last_pull_time = trio.current_time()
-        broker_id = result.suggest_which_broker_id
-        action = next_pull_action(
-            result,
-            request_offset=state.next_offset,
-            found_count=len(msgs),
-            first_message_offset=msgs[0].queue_offset if msgs else None,
-            process_queue_empty=pq.msg_count == 0,
-        )
+        broker_id = pulled.broker_id
         if action.dispatch:
             if consumer.namespace is not None:  # poll shows the topic without it (Java's resetTopic)
                 for msg in msgs:
@@ -148,7 +133,9 @@ async def _pull_loop(consumer: LitePullParts, state: LiteQueue) -> None:
             consumer.buffer.append(state, msgs)
         if action.drop_queue:
             # Java's lite consumer carries on from the broker's nextBeginOffset.
-            log.warning("%s: offset %d of %s is illegal (%s)", consumer.group, state.next_offset, mq, result)
+            log.warning(
+                "%s: offset %d of %s is illegal (%s)", consumer.group, state.next_offset, mq, pulled.result
+            )
         if (action.correct_offset or action.drop_queue) and pq.msg_count == 0:
             state.consumed = action.next_offset  # nothing skipped is left unpolled
         state.next_offset = action.next_offset

@@ -1,10 +1,11 @@
 """A push consumer's pull loop: one long-polling task per owned queue (Java ``pullMessage``).
 
 Each round: stamp the queue (any attempt counts, so that only a lost loop looks idle), let flow
-control pause it (cache over its limits; an orderly queue not locked), find the broker (the one it
-suggested last, else the master, else a slave), pull with the group's registered subscription
-(the broker holds the request up to 15 s when nothing is there), and act on the answer as the pure
-:func:`~rocketmq_py.consumer._pull_result.next_pull_action` decides: cache and hand over what was
+control pause it (cache over its limits; an orderly queue not locked), pull once
+(:func:`~rocketmq_py.consumer._pull_once.pull_once`: the broker it suggested last, else the
+master, else a slave; the group's registered subscription; the broker holds the request up to
+15 s when nothing is there), and act on the answer as
+:func:`~rocketmq_py.consumer._pull_result.next_pull_action` decided: cache and hand over what was
 found, correct the offset, or drop the queue when its offset is illegal (its corrected offset is
 committed a moment later and the queue is allocated again).
 """
@@ -22,14 +23,12 @@ from rocketmq_py.consumer._flow import (
     PULL_TIME_DELAY_WHEN_EXCEPTION_MS,
     flow_control,
 )
-from rocketmq_py.consumer._group_client import read_pull_reply, refresh_quietly
-from rocketmq_py.consumer._pull_result import next_pull_action, pull_error_delay_ms
+from rocketmq_py.consumer._pull_once import pull_once
 from rocketmq_py.consumer._push_settings import PushSettings
 from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._queue_table import QueueTable
 from rocketmq_py.consumer._runtime import ConsumeService, PushRuntime
 from rocketmq_py.errors import RocketMQError
-from rocketmq_py.protocol import pull_request_header
 
 __all__ = ["pull_loop"]
 
@@ -61,52 +60,30 @@ async def pull_loop(
                 # Java pulls an orderly queue only while it is locked; the renewal may lock it again.
                 await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
                 continue
-            sub = runtime.subscriptions.get(mq.topic)
-            found = routes.find_broker(mq.broker_name, broker_id)
-            if sub is None or found is None:
-                await refresh_quietly(routes, mq.topic)
-                await trio.sleep(PULL_TIME_DELAY_WHEN_EXCEPTION_MS / 1000)
-                continue
-            # Java asks the broker to store the group's progress with the pull in CLUSTERING only,
-            # and never a slave.
-            commit = (
-                runtime.offsets.get(mq) if not settings.broadcasting and found.broker_id == MASTER_ID else 0
-            )
-            header = pull_request_header(
-                settings.group,
-                mq,
+            pulled = await pull_once(
+                api,
+                routes,
+                group=settings.group,
+                mq=mq,
+                pq=pq,
                 offset=state.next_offset,
-                max_msgs=settings.pull_batch_size,
-                expression_type=sub.expression_type.value,
-                sub_version=sub.sub_version,
-                commit_offset=commit,
+                broker_id=broker_id,
+                batch_size=settings.pull_batch_size,
+                subscriptions=runtime.subscriptions,
+                filters=runtime.filters,
                 suspend_ms=BROKER_SUSPEND_MAX_TIME_MS,
+                timeout_ms=CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
+                send_subscription=False,
+                commit_from=None if settings.broadcasting else runtime.offsets,
+                log=log,
             )
-            started = trio.current_time()
-            try:
-                reply = await api.pull_message(
-                    found.address, header, timeout=CONSUMER_TIMEOUT_WHEN_SUSPEND_MS / 1000
-                )
-                result, msgs = read_pull_reply(
-                    reply,
-                    msg_filter=runtime.filters.get(mq.topic),
-                    broker_name=mq.broker_name,
-                    queue_id=mq.queue_id,
-                )
-            except RocketMQError as exc:
-                log.info("pull of %s from %s failed: %s", mq, found.address, exc)
-                await trio.sleep(pull_error_delay_ms(exc) / 1000)
+            broker_id = pulled.broker_id
+            action, msgs = pulled.action, pulled.msgs
+            if action is None:
+                await trio.sleep(pulled.retry_delay_ms / 1000)
                 continue
-            broker_id = result.suggest_which_broker_id
-            action = next_pull_action(
-                result,
-                request_offset=state.next_offset,
-                found_count=len(msgs),
-                first_message_offset=msgs[0].queue_offset if msgs else None,
-                process_queue_empty=pq.msg_count == 0,
-            )
             fresh = pq.add_messages(msgs) if action.dispatch else []
-            runtime.counters.count_pull(mq.topic, found=len(fresh), started=started)
+            runtime.counters.count_pull(mq.topic, found=len(fresh), started=pulled.started)
             if fresh:
                 await service.hand_over(state, fresh)
             if action.correct_offset:
@@ -117,7 +94,7 @@ async def pull_loop(
                     settings.group,
                     state.next_offset,
                     mq,
-                    result,
+                    pulled.result,
                 )
                 pq.dropped = True
                 runtime.nursery.start_soon(

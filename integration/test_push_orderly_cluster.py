@@ -4,7 +4,8 @@ Members run in their own processes (``_consumer_proc.py --orderly``) and report 
 message with a wall-clock time; merging every member's reports by that time gives, per sharding
 key, the order in which the group consumed the key's messages. A graceful rebalance (2 -> 3
 members) must keep it exact: the old owner commits, then unlocks; the new owner locks, then
-reads the offset. After a SIGKILL the new owner can only lock the queue once the broker's lock
+reads the offset (and no older offset of the old owner's may land after its last commit: its pulls
+carry none and its periodic commits are answered, ``tests/consumer/test_push_orderly.py``). After a SIGKILL the new owner can only lock the queue once the broker's lock
 expires (60 s) and replays from the last committed offset: a key may go back (redelivery), never
 forward past a message it has not consumed.
 """

@@ -18,7 +18,10 @@ one round, and the rebalance listener hears of neither.
 
 **Committing**: every ``persist_interval`` seconds the offsets of every owned queue go to the brokers
 (oneway) or the local file; a handoff commits synchronously, under the same lock, so a periodic
-commit never writes an older offset after it.
+commit is never sent after it. An orderly member waits for the answer of each periodic commit
+too, and its pulls carry no commit offset: the broker runs pulls and commits on executors of many
+threads each, so of two offsets sent in order the older may be stored last, and the next owner of
+an orderly queue must start exactly after what this member consumed.
 """
 
 from __future__ import annotations
@@ -311,7 +314,9 @@ class Assignment:
             states = list(self._queues.values())
             table = runtime.offsets.snapshot()
             async with runtime.persist_lock:  # never after (so never older than) a handoff's commit
-                await runtime.offsets.persist_all([s.mq for s in states])
+                await runtime.offsets.persist_all(
+                    [s.mq for s in states], acknowledged=self._settings.locks_queues
+                )
             for state in states:
                 offset = table.get(state.mq, -1)
                 if offset >= 0 and not state.pq.dropped:

@@ -261,8 +261,12 @@ class LocalOffsetStore:
             return
         await self._write()
 
-    async def persist_all(self, owned: Iterable[MessageQueue] | None = None) -> int:
+    async def persist_all(
+        self, owned: Iterable[MessageQueue] | None = None, *, acknowledged: bool = False
+    ) -> int:
         """Write every offset in memory to the file, first dropping entries of queues not owned.
+
+        The write is done when this returns, ``acknowledged`` or not.
 
         A failed write is logged, not raised (the next round retries), as the remote store does.
 

@@ -3,8 +3,9 @@
 The table holds, per owned queue, the offset to commit: the smallest offset still in flight (see
 ``ProcessQueue.remove_messages``), only ever moved forward by consumption. ``persist_all`` sends
 every entry to its broker with a oneway UPDATE_CONSUMER_OFFSET (every 5 s, as Java; those of one
-broker in one write); ``persist``
-sends one synchronously (a queue being dropped, shutdown). The broker is its master, or while the
+broker in one write), or, ``acknowledged``, each in a request whose answer it waits for (an
+orderly member: see ``consumer/_assignment.py``); ``persist`` sends one synchronously (a queue
+being dropped, shutdown). The broker is its master, or while the
 master is down a slave of it (Java ``findBrokerAddressInSubscribe(name, MASTER_ID, false)``): the
 slave keeps the group's offsets meanwhile, and queues assigned then still find where to start.
 """
@@ -13,13 +14,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from typing import Final
+
+import trio
 
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._route_service import RouteService
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import MessageQueue
 
-__all__ = ["RemoteOffsetStore"]
+__all__ = ["ACKNOWLEDGED_CONCURRENCY", "RemoteOffsetStore"]
+
+#: Acknowledged commits (``persist_all(acknowledged=True)``) waiting for their answers at once.
+ACKNOWLEDGED_CONCURRENCY: Final = 16
 
 log = logging.getLogger("rocketmq_py.offsets")
 
@@ -75,11 +82,16 @@ class RemoteOffsetStore:
             await self._broker(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
         )
 
-    async def persist_all(self, owned: Iterable[MessageQueue] | None = None) -> int:
+    async def persist_all(
+        self, owned: Iterable[MessageQueue] | None = None, *, acknowledged: bool = False
+    ) -> int:
         """Commit every offset in memory (oneway), dropping entries of queues no longer owned.
 
+        ``acknowledged``: one UPDATE_CONSUMER_OFFSET per queue, :data:`ACKNOWLEDGED_CONCURRENCY` at
+        a time, each answered before this returns (failures are logged).
+
         Returns:
-            How many offsets were sent.
+            How many offsets were sent (``acknowledged``: stored).
         """
         if owned is not None:
             keep = set(owned)
@@ -94,6 +106,8 @@ class RemoteOffsetStore:
                 log.warning("persisting the offset of %s failed: %s", mq, exc)
                 continue
             by_broker.setdefault(address, []).append((mq, offset))
+        if acknowledged:
+            return await self._commit_each(by_broker)
         sent = 0
         for address, entries in by_broker.items():
             try:
@@ -104,3 +118,25 @@ class RemoteOffsetStore:
                     "persisting the offsets of %d queues to %s failed: %s", len(entries), address, exc
                 )
         return sent
+
+    async def _commit_each(self, by_broker: dict[str, list[tuple[MessageQueue, int]]]) -> int:
+        stored = 0
+        limiter = trio.CapacityLimiter(ACKNOWLEDGED_CONCURRENCY)
+
+        async def commit(address: str, mq: MessageQueue, offset: int) -> None:
+            nonlocal stored
+            async with limiter:
+                try:
+                    await self._api.update_consumer_offset(
+                        address, self.group, mq.topic, mq.queue_id, offset, mq.broker_name
+                    )
+                except RocketMQError as exc:
+                    log.warning("persisting the offset of %s failed: %s", mq, exc)
+                    return
+            stored += 1
+
+        async with trio.open_nursery() as nursery:
+            for address, entries in by_broker.items():
+                for mq, offset in entries:
+                    nursery.start_soon(commit, address, mq, offset)
+        return stored

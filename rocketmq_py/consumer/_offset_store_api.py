@@ -47,8 +47,13 @@ class OffsetStore(Protocol):
         """Persist one queue's offset now, synchronously."""
         ...
 
-    async def persist_all(self, owned: Iterable[MessageQueue] | None = None) -> int:
+    async def persist_all(
+        self, owned: Iterable[MessageQueue] | None = None, *, acknowledged: bool = False
+    ) -> int:
         """Persist every offset, first dropping entries of queues not in ``owned`` (when given).
+
+        ``acknowledged``: return only once every offset is stored (by default a remote store sends
+        them without waiting for answers).
 
         Returns:
             How many offsets were persisted.

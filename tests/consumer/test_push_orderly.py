@@ -17,6 +17,7 @@ from rocketmq_py.protocol import (
     LockBatchRequestBody,
     MessageExt,
     MessageQueue,
+    PullSysFlag,
     RemotingCommand,
     RequestCode,
     UnlockBatchRequestBody,
@@ -296,6 +297,48 @@ async def test_rebalanced_away_queue_is_committed_then_unlocked(
         unlock = next(i for i, c in enumerate(received) if c.code == RequestCode.UNLOCK_BATCH_MQ)
         assert commit < unlock
         assert cluster.b.consumer_offsets[(cluster.group, cluster.topic, 0)] == 3
+
+
+async def test_an_orderly_member_commits_only_in_requests_whose_answer_it_waits_for(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """No commit offset rides on an orderly member's pulls, and its periodic commits are not oneway.
+
+    The broker stores a pull's commit offset on its pull executor, after reading the messages
+    (``PullMessageProcessor.tryCommitOffset``, called from ``DefaultPullMessageResultHandler.handle``),
+    and an UPDATE_CONSUMER_OFFSET on its consumer-manage executor (``BrokerController``
+    ``registerProcessor``); both are pools of many threads. So two offsets a member sends in order
+    may be stored in either order: a pull (or a oneway commit) sent just before a handoff's commit
+    can store an older offset after it, and the next owner, which reads the offset once it holds
+    the lock, consumes again a message this member consumed. The real broker logs such a
+    regression ("[NOTIFYME]update consumer offset less than store", from
+    ``ConsumerOffsetManager.commitOffset``); ``integration/test_push_orderly_cluster.py`` caught
+    one as a key consumed twice across a graceful rebalance. An orderly member therefore only
+    commits with answered requests, under the lock the handoff's commit takes too: every offset it
+    stored before is stored before the handoff's.
+    """
+    queues = cluster.queues()
+    cluster.answer_consumer_ids(ME)
+    async with make_consumer(orderly=True, persist_interval=1):
+        for mq in queues:
+            cluster.put(mq, 3)
+        await cluster.wait_until(lambda: len(recorder.messages) == 12)
+        # Past a long poll's 15 s: each queue pulled again since its messages were consumed.
+        await trio.sleep(20)
+        for fb in cluster.brokers:
+            stored = {k: v for k, v in fb.consumer_offsets.items() if k[:2] == (cluster.group, cluster.topic)}
+            assert sorted(stored.values()) == [3, 3], fb
+        pulls = [cmd for fb in cluster.brokers for cmd in fb.requests(RequestCode.PULL_MESSAGE)]
+        assert len(pulls) >= 12
+        assert [int(cmd.ext_fields["sysFlag"]) & PullSysFlag.COMMIT_OFFSET for cmd in pulls] == [0] * len(
+            pulls
+        )
+        commits = [cmd for fb in cluster.brokers for cmd in fb.requests(RequestCode.UPDATE_CONSUMER_OFFSET)]
+        assert len(commits) >= 4 * 19  # every second
+        assert [cmd.is_oneway for cmd in commits] == [False] * len(commits)
 
 
 async def test_a_revoked_queue_stays_locked_while_its_listener_runs_past_the_handoff_timeout(

@@ -223,7 +223,7 @@ class GroupMember:
         Raises:
             StateError: the consumer is not started.
         """
-        _deprecated(
+        warn_deprecated(
             f"{type(self).__name__}.instance is deprecated: the client instance is internal "
             f"(use {type(self).__name__}.client_id for the client id)"
         )
@@ -239,7 +239,7 @@ class GroupMember:
         Raises:
             StateError: the consumer is not started.
         """
-        _deprecated(
+        warn_deprecated(
             f"{type(self).__name__}.offsets is deprecated: the offset store is internal (committed "
             "offsets: PushConsumer.statistics(), LitePullConsumer.committed())"
         )
@@ -403,7 +403,7 @@ class GroupMember:
         ``mqadmin consumerStatus`` and ``rocketmq-py group inspect`` ask for it; in a program,
         ``assignment()`` shows the queues.
         """
-        _deprecated(_handler_message(type(self).__name__, "running_info", "GET_CONSUMER_RUNNING_INFO"))
+        warn_deprecated(_handler_message(type(self).__name__, "running_info", "GET_CONSUMER_RUNNING_INFO"))
         return self._running_info()
 
     async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
@@ -411,7 +411,9 @@ class GroupMember:
 
         ``mqadmin resetOffsetByTime`` sends the request to every member of the group.
         """
-        _deprecated(_handler_message(type(self).__name__, "reset_offsets", "RESET_CONSUMER_CLIENT_OFFSET"))
+        warn_deprecated(
+            _handler_message(type(self).__name__, "reset_offsets", "RESET_CONSUMER_CLIENT_OFFSET")
+        )
         await self._reset_offsets(topic, offsets)
 
     async def _consume_directly(
@@ -438,7 +440,7 @@ class GroupMember:
     async def rebalance(self) -> None:
         """Deprecated: rebalance every subscribed topic now (the rebalance loop does, on its own and
         at once when a broker says the group's members changed)."""
-        _deprecated(
+        warn_deprecated(
             f"{type(self).__name__}.rebalance() is deprecated and will be removed: the consumer "
             "rebalances on its own (every rebalance_interval seconds, and at once when the group's "
             "members change)"
@@ -527,11 +529,6 @@ class _Requests:
         self, msg: MessageExt, broker_name: str | None
     ) -> ConsumeMessageDirectlyResult:
         return await self._member._consume_directly(msg, broker_name)
-
-
-def _deprecated(message: str) -> None:
-    """A DeprecationWarning pointing at the user's code that used the deprecated member."""
-    warn_deprecated(message)
 
 
 def _handler_message(cls: str, name: str, request: str) -> str:

@@ -57,6 +57,7 @@ import trio
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
+from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py.consumer._allocate import AllocateStrategy, sort_queues
 from rocketmq_py.consumer._assignment import Assignment
 from rocketmq_py.consumer._concurrent import SEND_BACK_TIMEOUT, ConcurrentService
@@ -82,7 +83,7 @@ from rocketmq_py.consumer._listener import (
     RebalanceListener,
     consume_directly,
 )
-from rocketmq_py.consumer._member import GroupMember, _deprecated, _handler_message
+from rocketmq_py.consumer._member import GroupMember, _handler_message
 from rocketmq_py.consumer._orderly import OrderlyService
 from rocketmq_py.consumer._pop import PopService
 from rocketmq_py.consumer._pop_rules import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS
@@ -316,7 +317,7 @@ class PushConsumer(GroupMember):
 
     def owned_queues(self) -> list[MessageQueue]:
         """Deprecated: ``sorted(consumer.assignment())``. The queues this member pulls (or pops), sorted."""
-        _deprecated("PushConsumer.owned_queues() is deprecated: use sorted(PushConsumer.assignment())")
+        warn_deprecated("PushConsumer.owned_queues() is deprecated: use sorted(PushConsumer.assignment())")
         return self._owned_queues()
 
     def _owned_queues(self) -> list[MessageQueue]:
@@ -510,7 +511,7 @@ class PushConsumer(GroupMember):
     ) -> ConsumeMessageDirectlyResult:
         """Deprecated: CONSUME_MESSAGE_DIRECTLY calls the listener once with ``[msg]`` (the broker's
         request calls it: ``mqadmin queryMsgById -d``)."""
-        _deprecated(_handler_message("PushConsumer", "consume_directly", "CONSUME_MESSAGE_DIRECTLY"))
+        warn_deprecated(_handler_message("PushConsumer", "consume_directly", "CONSUME_MESSAGE_DIRECTLY"))
         return await self._consume_directly(msg, broker_name)
 
     async def _consume_directly(

@@ -19,10 +19,10 @@ instead. They are public here so that such a tool imports no private module:
   (a strategy's class from its Java or Python name) and :class:`MessageFilter` (the client-side
   tag re-check of a pull);
 * the client's rules and defaults, for wrappers that expose the same options:
-  :func:`parse_namesrv_addrs`, :func:`validate_topic`, :func:`validate_group`,
-  :func:`validate_producer_group`, :func:`validate_message`, :data:`DEFAULT_REQUEST_TIMEOUT`,
-  :data:`MAX_MESSAGE_SIZE`, :data:`DEFAULT_SEND_TIMEOUT`, :data:`DEFAULT_BATCH_SIZE` and
-  :data:`DEFAULT_MAX_IN_FLIGHT`.
+  :func:`parse_namesrv_addrs`, :func:`namespace_of_endpoint`, :func:`strip_endpoint_scheme`,
+  :func:`validate_topic`, :func:`validate_group`, :func:`validate_producer_group`,
+  :func:`validate_message`, :data:`DEFAULT_REQUEST_TIMEOUT`, :data:`MAX_MESSAGE_SIZE`,
+  :data:`DEFAULT_SEND_TIMEOUT`, :data:`DEFAULT_BATCH_SIZE` and :data:`DEFAULT_MAX_IN_FLIGHT`.
 
 As ``trio.lowlevel`` is to ``trio``: these names follow the client's internals and may change
 between minor releases more freely than the names :mod:`rocketmq_py` exports. The codec they speak
@@ -36,6 +36,7 @@ from typing import Final
 from rocketmq_py._client import _route
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._config import DEFAULT_REQUEST_TIMEOUT, parse_namesrv_addrs
+from rocketmq_py._client._endpoint import namespace_of_endpoint, strip_endpoint_scheme
 from rocketmq_py._client._route import (
     AUTO_CREATE_TOPIC_KEY,
     MASTER_ID,
@@ -84,11 +85,13 @@ __all__ = [
     "RemotingApi",
     "allocate",
     "find_broker_address",
+    "namespace_of_endpoint",
     "offset_for_timestamp",
     "parse_namesrv_addrs",
     "sort_consumers",
     "sort_queues",
     "strategy_class",
+    "strip_endpoint_scheme",
     "subscribe_queues",
     "validate_group",
     "validate_message",

@@ -33,6 +33,8 @@ from rocketmq_py.lowlevel import (
     DEFAULT_MAX_IN_FLIGHT,
     DEFAULT_SEND_TIMEOUT,
     MAX_MESSAGE_SIZE,
+    namespace_of_endpoint,
+    strip_endpoint_scheme,
     validate_group,
     validate_producer_group,
     validate_topic,
@@ -200,7 +202,8 @@ def _namesrv(options: Mapping[str, str]) -> tuple[str, ...]:
     text = _get(options, "namesrv")
     if text is None:
         raise SparkOptionError("namesrv", "is required (NameServer addresses 'host:port;host:port')")
-    addresses = tuple(part.strip() for part in re.split(r"[;,]", text) if part.strip())
+    # A hosted endpoint's http:// goes, as for a client (rocketmq_py.lowlevel.parse_namesrv_addrs).
+    addresses = tuple(strip_endpoint_scheme(part.strip()) for part in re.split(r"[;,]", text) if part.strip())
     for address in addresses:
         if _ADDRESS.fullmatch(address) is None:
             raise SparkOptionError("namesrv", f"{address!r} is not 'host:port'")
@@ -251,13 +254,17 @@ def parse_credentials(options: Mapping[str, str]) -> tuple[str | None, str | Non
 
 
 def parse_namespace(options: Mapping[str, str]) -> str | None:
-    """The ``namespace`` option checked (``None`` when not given).
+    """The ``namespace`` option checked; when not given, the instance id of a hosted endpoint in
+    ``namesrv`` (``http://MQ_INST_<id>_<x>.<region>...:8080``), as for a client, else ``None``.
 
     Raises:
         SparkOptionError: it holds other characters than letters, digits, ``_`` and ``-``.
     """
+    namespace = _get(options, "namespace")
+    if namespace is None:
+        namespace = namespace_of_endpoint(_get(options, "namesrv"))
     try:
-        return validate_namespace(_get(options, "namespace"))
+        return validate_namespace(namespace)
     except ValueError as exc:
         raise SparkOptionError("namespace", str(exc)) from None
 

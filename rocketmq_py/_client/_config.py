@@ -9,6 +9,7 @@ import ssl
 import time
 from dataclasses import dataclass, field
 
+from rocketmq_py._client._endpoint import namespace_of_endpoint, strip_endpoint_scheme
 from rocketmq_py._transport import DEFAULT_CLOSE_ON_TIMEOUT
 from rocketmq_py.errors import InvalidOption
 from rocketmq_py.protocol import SerializeType, validate_namespace
@@ -45,17 +46,21 @@ def unique_instance_name() -> str:
 def parse_namesrv_addrs(value: str | list[str] | tuple[str, ...]) -> list[str]:
     """``"host:port;host:port"`` (or a list) -> ``["host:port", ...]``.
 
+    An entry may start with ``http://``, as a hosted instance's endpoint does (it is dropped: the
+    remoting protocol is spoken there, as Java's ``ClientConfig.getNamesrvAddr`` does).
+
     Raises:
         InvalidOption: empty, or an entry is not ``host:port``.
     """
     items = value.split(";") if isinstance(value, str) else list(value)
-    addrs = [a.strip() for a in items if a.strip()]
+    addrs = [strip_endpoint_scheme(a.strip()) for a in items if a.strip()]
     if not addrs:
         raise InvalidOption("no NameServer address given (namesrv='host:port;host:port' or ROCKETMQ_NAMESRV)")
     for addr in addrs:
         host, sep, port = addr.rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise InvalidOption(f"NameServer address {addr!r} is not host:port")
+        if not sep or not host or not port.isdigit() or "/" in host:
+            hint = " (an endpoint may start with http://, and nothing else)" if "/" in addr else ""
+            raise InvalidOption(f"NameServer address {addr!r} is not host:port{hint}")
     return addrs
 
 
@@ -86,7 +91,9 @@ class ClientConfig:
         namesrv: ``"host:port;host:port"``; default ``ROCKETMQ_NAMESRV``.
         namespace: the client's namespace (Java ``ClientConfig.namespace``): topics and groups
             are ``<namespace>%<name>`` on the wire (``%RETRY%<namespace>%<group>`` for a retry
-            topic) and plain in everything the client hands back; ``None``: no namespace.
+            topic) and plain in everything the client hands back. ``None``: the instance id of a
+            hosted endpoint (``namesrv="http://MQ_INST_<id>_<x>.<region>...:8080"``), as Java
+            does, else no namespace; ``""``: no namespace.
         instance_name: the part after ``@`` in the client id; default unique per client.
         client_ip: the part before ``@``; default the local address towards the NameServer.
         request_timeout: seconds for NameServer and admin calls.
@@ -127,13 +134,17 @@ class ClientConfig:
         return parse_namesrv_addrs(self.namesrv or os.environ.get("ROCKETMQ_NAMESRV", ""))
 
     def checked_namespace(self) -> str | None:
-        """``namespace`` checked (``""`` counts as none).
+        """``namespace`` checked (``""`` counts as none); when not given, the instance id of a
+        hosted endpoint in ``namesrv`` (or ``$ROCKETMQ_NAMESRV``).
 
         Raises:
             InvalidOption: the namespace holds a character other than letters, digits, ``_``, ``-``.
         """
+        namespace = self.namespace
+        if namespace is None:
+            namespace = namespace_of_endpoint(self.namesrv or os.environ.get("ROCKETMQ_NAMESRV"))
         try:
-            return validate_namespace(self.namespace)
+            return validate_namespace(namespace)
         except ValueError as exc:
             raise InvalidOption(str(exc)) from None
 

@@ -185,7 +185,7 @@ def new_trace_hook(
     The dispatcher's sender (opened with ``open_sender``) has the client's settings without its
     namespace: the trace topic is the same for every namespace, as in Java.
     """
-    settings = dataclasses.replace(config, namespace=None)
+    settings = dataclasses.replace(config, namespace="")  # none, not even a hosted endpoint's
     dispatcher = TraceDispatcher(
         unwrap_name(namespace, group), settings, open_sender=open_sender, trace_topic=trace_topic
     )

@@ -5,8 +5,9 @@ Commands: ``route``, ``topic create``, ``send``, ``group inspect``, ``consume``.
 ``-n/--namesrv``, ``--timeout`` and ``--namespace`` are accepted before the command and after it
 (``rocketmq-py -n h:9876 route T`` and ``rocketmq-py route T -n h:9876``); the NameServer
 defaults to ``ROCKETMQ_NAMESRV``. ``--namespace NS`` names topics and groups as a client with
-that namespace does (Java ``setNamespace``): ``T`` is ``NS%T`` on the brokers. Every mistake
-raises :class:`UsageError` (exit code 2).
+that namespace does (Java ``setNamespace``): ``T`` is ``NS%T`` on the brokers; without it, a
+hosted endpoint (``-n http://MQ_INST_<id>_<x>.<region>...:8080``) names the namespace, as it does
+for a client. Every mistake raises :class:`UsageError` (exit code 2).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import NoReturn
 
 from rocketmq_py import __version__
 from rocketmq_py.errors import ClientError
-from rocketmq_py.lowlevel import DEFAULT_REQUEST_TIMEOUT, parse_namesrv_addrs
+from rocketmq_py.lowlevel import DEFAULT_REQUEST_TIMEOUT, namespace_of_endpoint, parse_namesrv_addrs
 from rocketmq_py.protocol import validate_namespace, wrap_name
 
 __all__ = [
@@ -180,7 +181,8 @@ def _common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         "--namespace",
         metavar="NS",
         default=default_ns,
-        help="topics and groups of namespace NS (NS%%NAME on the brokers, as Java's setNamespace)",
+        help="topics and groups of namespace NS (NS%%NAME on the brokers, as Java's setNamespace; "
+        "default: the instance id of a hosted endpoint -n http://MQ_INST_...)",
     )
 
 
@@ -291,7 +293,9 @@ def _namesrv(value: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
         raise UsageError(f"-n/--namesrv: {exc}") from None
 
 
-def _namespace(value: str | None) -> str | None:
+def _namespace(value: str | None, namesrv: str | None) -> str | None:
+    if value is None:  # as a client given no namespace: a hosted endpoint's instance id
+        value = namespace_of_endpoint(namesrv)
     try:
         return validate_namespace(value)
     except ValueError as exc:
@@ -328,8 +332,11 @@ def parse_command(argv: Sequence[str], environ: Mapping[str, str]) -> Command:
 
 
 def _command(args: argparse.Namespace, environ: Mapping[str, str]) -> Command:
+    namesrv_text = args.namesrv if args.namesrv is not None else environ.get("ROCKETMQ_NAMESRV")
     common = Common(
-        namesrv=_namesrv(args.namesrv, environ), timeout=args.timeout, namespace=_namespace(args.namespace)
+        namesrv=_namesrv(args.namesrv, environ),
+        timeout=args.timeout,
+        namespace=_namespace(args.namespace, namesrv_text),
     )
     if args.command == "route":
         return RouteCommand(common, args.topic, json=args.json)

@@ -36,9 +36,8 @@ def inner_producer(instance: ClientInstance) -> Iterator[Producer]:
     properties a retry copy carries (``RETRY_TOPIC``, ``RECONSUME_TIME``, ...), which user
     producers may not.
     """
-    config = (
-        instance.config if instance.config.namespace is None else replace(instance.config, namespace=None)
-    )
+    # No namespace, not even one a hosted endpoint names: the retry topic is wrapped already.
+    config = replace(instance.config, namespace="")
     producer = Producer(INNER_PRODUCER_GROUP, config=config, attempt_timeout=None)
     producer._reserved = frozenset()
     producer._attach(instance)

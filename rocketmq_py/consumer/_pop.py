@@ -50,7 +50,6 @@ the POP retry topic (POP_MESSAGE serves it); a switch to PULL stops the pops and
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,10 +68,10 @@ from rocketmq_py.consumer._flow import (
 from rocketmq_py.consumer._group_client import refresh_quietly
 from rocketmq_py.consumer._listener import ConsumeStatus, Listener, concurrent_status
 from rocketmq_py.consumer._pop_acks import ACK_TIMEOUT, PopAcker, checkpoint_of
+from rocketmq_py.consumer._pop_assignment import AssignmentQuery
 from rocketmq_py.consumer._pop_rules import (
     POP_FLOW_CONTROL_DELAY_MS,
     POP_THRESHOLD_FOR_QUEUE,
-    QUERY_ASSIGNMENT_TIMEOUT,
     failure_delay_s,
     init_mode,
     pop_deadline,
@@ -85,20 +84,14 @@ from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import (
     ChangeInvisibleTimeRequestHeader,
     MessageExt,
-    MessageModel,
     MessageQueue,
-    MessageRequestMode,
     PopCheckpoint,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
     PopProcessQueueInfo,
-    QueryAssignmentRequestBody,
-    QueryAssignmentResponseBody,
     RequestCode,
     ResponseCode,
-    decode_body,
     decode_messages,
-    encode_body,
     from_ext_fields,
     pop_checkpoints,
     wrap_name,
@@ -142,6 +135,7 @@ class PopService:
         self._calls = 0  # batches handed over and not settled (acked or re-timed) yet
         self._no_calls = trio.Event()
         self._acker: PopAcker | None = None
+        self._assignments = AssignmentQuery(settings, runtime)
         # Set by close() and when run() ends: a rebalance round still finishing then starts no pop
         # (its nursery may be closed already: the round's answer can arrive as the consumer stops).
         self._stopping = False
@@ -170,36 +164,20 @@ class PopService:
     # --- assignment ----------------------------------------------------------------------------
 
     async def query_assignment(self, topic: str) -> tuple[set[MessageQueue], set[MessageQueue]] | None:
-        """This client's queues of ``topic`` from a broker: those it pops, those it pulls.
-
-        ``None`` while the topic has no route.
+        """This client's queues of ``topic`` from a broker: those it pops, those it pulls
+        (:class:`~rocketmq_py.consumer._pop_assignment.AssignmentQuery`; behind a Proxy, the
+        topic is pulled). ``None`` while the topic has no route.
         """
-        settings, runtime = self._settings, self._runtime
-        route = runtime.routes.cached_route(topic)
-        brokers = [b for b in (route.broker_datas if route else ()) if b.broker_addrs]
+        route = self._runtime.routes.cached_route(topic)
+        brokers = [
+            (b.broker_name, b.broker_addrs.get(MASTER_ID) or next(iter(b.broker_addrs.values())))
+            for b in (route.broker_datas if route else ())
+            if b.broker_addrs
+        ]
         if not brokers:
-            await refresh_quietly(runtime.routes, topic)
+            await refresh_quietly(self._runtime.routes, topic)
             return None
-        broker = random.choice(brokers)
-        address = broker.broker_addrs.get(MASTER_ID) or next(iter(broker.broker_addrs.values()))
-        body = QueryAssignmentRequestBody(
-            topic=topic,
-            consumer_group=settings.group,
-            client_id=runtime.client_id,
-            strategy_name=settings.strategy_name,
-            message_model=MessageModel.CLUSTERING,
-        )
-        reply = await runtime.api.call(
-            address, RequestCode.QUERY_ASSIGNMENT, None, encode_body(body), timeout=QUERY_ASSIGNMENT_TIMEOUT
-        )
-        assignments = decode_body(QueryAssignmentResponseBody, reply.body).message_queue_assignments
-        popped = {
-            a.message_queue for a in assignments if a.message_queue and a.mode is MessageRequestMode.POP
-        }
-        pulled = {
-            a.message_queue for a in assignments if a.message_queue and a.mode is not MessageRequestMode.POP
-        }
-        return popped, pulled
+        return await self._assignments.query(topic, brokers)
 
     def apply_assignment(self, topic: str, queues: set[MessageQueue], pulled: set[MessageQueue]) -> None:
         """Pop exactly ``queues`` of ``topic`` (those the broker assigns in POP mode); ``pulled``, the

@@ -68,7 +68,7 @@ def _cmd_up(args: argparse.Namespace) -> int:
     from rocketmq_py.testing._local import LocalCluster
 
     cleanup_stale()
-    plain = not (args.acl or args.tls or args.slave)
+    plain = not (args.acl or args.tls or args.slave or args.proxy)
     for reg in _running_detached():
         same = len(reg.brokers) == args.brokers and (reg.version or DEFAULT_VERSION) == args.version
         if same and plain and not any(reg.shape.values()):
@@ -76,7 +76,13 @@ def _cmd_up(args: argparse.Namespace) -> int:
             print(f"ROCKETMQ_NAMESRV={reg.namesrv}")
             return 0
     cluster = LocalCluster(
-        args.brokers, version=args.version, detached=True, acl=args.acl, tls=args.tls, slaves=args.slave
+        args.brokers,
+        version=args.version,
+        detached=True,
+        acl=args.acl,
+        tls=args.tls,
+        slaves=args.slave,
+        proxy=args.proxy,
     ).start()
     cluster.detach()
     print(f"cluster {cluster.cluster_id}: RocketMQ {args.version}, work directory {cluster.workdir}")
@@ -91,6 +97,10 @@ def _cmd_up(args: argparse.Namespace) -> int:
     if args.tls:
         print(f"TLS: trust the CA in {cluster.workdir / 'tls' / 'ca.pem'}")
     print(f"ROCKETMQ_NAMESRV={cluster.namesrv_addr}")
+    if cluster.proxy_addr is not None:
+        print(f"Proxy (remoting; give it to clients as their NameServer): {cluster.proxy_addr}")
+        print(f"Proxy (gRPC): {cluster.proxy_grpc_addr}")
+        print(f"ROCKETMQ_PROXY={cluster.proxy_addr}")
     return 0
 
 
@@ -209,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--acl", action="store_true", help="ACL on, with a fresh admin account")
     up.add_argument("--tls", action="store_true", help="NameServer and brokers enforce TLS")
     up.add_argument("--slave", action="append", default=[], metavar="BROKER", help="give BROKER a slave")
+    up.add_argument(
+        "--proxy", action="store_true", help="a Proxy (5.x, cluster mode) in front of the cluster"
+    )
     up.set_defaults(func=_cmd_up)
     sub.add_parser("status", help="what runs").set_defaults(func=_cmd_status)
     sub.add_parser("down", help="stop what `up` started").set_defaults(func=_cmd_down)

@@ -83,14 +83,28 @@ class Cluster(abc.ABC):
         """The slave brokers (``broker_id`` 1), in name order; none unless the cluster has them."""
         return []
 
-    def client_options(self) -> dict[str, Any]:
+    @property
+    def proxy_addr(self) -> str | None:
+        """``host:port`` of a Proxy's remoting port in front of the cluster, if it has one."""
+        return None
+
+    def client_options(self, *, proxy: bool = False) -> dict[str, Any]:
         """Keyword arguments that connect a client to this cluster, ACL and TLS included.
 
         ``Producer(group, **cluster.client_options())`` (also ``PushConsumer``, ``LitePullConsumer``,
         ``ClientConfig``): ``namesrv``, plus ``access_key`` / ``secret_key`` and ``ssl_context`` when the
-        cluster has ACL or TLS on.
+        cluster has ACL or TLS on. ``proxy=True``: through the cluster's Proxy (its remoting port is
+        the client's NameServer).
+
+        Raises:
+            ClusterError: ``proxy=True`` and the cluster has no Proxy.
         """
-        options: dict[str, Any] = {"namesrv": self.namesrv_addr}
+        namesrv = self.namesrv_addr
+        if proxy:
+            if self.proxy_addr is None:
+                raise ClusterError(f"this {self.backend} cluster has no Proxy in front of it")
+            namesrv = self.proxy_addr
+        options: dict[str, Any] = {"namesrv": namesrv}
         if self.credentials is not None:
             options["access_key"] = self.credentials.access_key
             options["secret_key"] = self.credentials.secret_key

@@ -1,11 +1,13 @@
 """Apache RocketMQ runtime jars, resolved from Maven Central with Maven and cached per user.
 
-Three classpaths are resolved per version:
+Four classpaths are resolved per version:
 
 - ``server``: ``rocketmq-namesrv``, ``rocketmq-broker`` and ``rocketmq-tools`` (mqadmin) at the
   server version, so the NameServer, the brokers and the admin tool are one release.
 - ``client``: ``rocketmq-client`` alone (the Java producer/consumer API, ``AclClientRPCHook``
   included), for our own Java programs such as the golden-vector recorder.
+- ``proxy``: ``rocketmq-proxy`` at the server version (5.x only: the Proxy came with 5.0), for
+  a Proxy in front of a local cluster.
 - ``bench``: ``rocketmq-example`` (the official benchmark ``Producer`` / ``Consumer`` /
   ``BatchProducer``). Maven Central does not carry ``rocketmq-example`` for every release (it has
   4.1.0-4.7.0 and 5.5.0, not 5.3.3), so it has a version of its own: the newest published release of
@@ -42,6 +44,7 @@ __all__ = [
     "find_java",
     "resolve_bench",
     "resolve_client",
+    "resolve_proxy",
     "resolve_server",
 ]
 
@@ -139,6 +142,17 @@ class Classpath:
 def resolve_server(version: str = DEFAULT_VERSION) -> Classpath:
     """NameServer, broker and mqadmin jars for ``version``, downloading them on first use."""
     return _resolve("server", version, ["rocketmq-namesrv", "rocketmq-broker", "rocketmq-tools"])
+
+
+def resolve_proxy(version: str = DEFAULT_VERSION) -> Classpath:
+    """The Proxy's jars (``rocketmq-proxy``, 5.x) for ``version``, downloading them on first use.
+
+    Raises:
+        ClusterError: a 4.x release (it has no Proxy), or the jars could not be resolved.
+    """
+    if version.startswith("4."):
+        raise ClusterError(f"RocketMQ {version} has no Proxy: it came with 5.0")
+    return _resolve("proxy", version, ["rocketmq-proxy"])
 
 
 def resolve_bench(server_version: str = DEFAULT_VERSION) -> Classpath:

@@ -203,6 +203,11 @@ class FakeBroker:
 
         self.on(code, reply)
 
+    def refuse(self, code: int) -> None:
+        """Answer requests with ``code`` REQUEST_CODE_NOT_SUPPORTED, as a server that does not know it
+        (an older broker, or a 5.x Proxy for a code its ``RemotingProtocolServer`` does not register)."""
+        self._handlers.pop(code, None)
+
     # --- faults ----------------------------------------------------------------------------------
 
     def delay(self, code: int, seconds: float) -> None:

@@ -1,8 +1,8 @@
 """How one node of a :class:`~rocketmq_py.testing.LocalCluster` is launched: its directory and
 config file, its JVM command line and environment.
 
-A node lives in ``<workdir>/<node>/`` (``namesrv``, ``broker-a``, ``broker-b-slave``): its config
-file (``namesrv.properties`` or ``broker.conf``), its ``stdout.log``, and ``home/`` for
+A node lives in ``<workdir>/<node>/`` (``namesrv``, ``broker-a``, ``broker-b-slave``, ``proxy``):
+its config file (``namesrv.properties``, ``broker.conf`` or ``rmq-proxy.json``), its ``stdout.log``, and ``home/`` for
 ``-Duser.home`` so that RocketMQ's own logs stay there too. :class:`NodeLauncher` writes the config
 and builds the :class:`~rocketmq_py.testing._processes.JvmProcess`; starting, waiting for the boot
 line and the faults are the cluster's business.
@@ -10,6 +10,7 @@ line and the faults are the cluster's business.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,11 +21,20 @@ from rocketmq_py.testing._processes import JvmProcess, marker_for
 from rocketmq_py.testing._settings import render_properties
 from rocketmq_py.testing._tls import TlsFiles
 
-__all__ = ["BROKER_HEAP", "NAMESRV_HEAP", "NodeLauncher", "no_tls_file", "node_log"]
+__all__ = [
+    "BROKER_HEAP",
+    "NAMESRV_HEAP",
+    "PROXY_HEAP",
+    "NodeLauncher",
+    "no_tls_file",
+    "node_log",
+    "proxy_config",
+]
 
 # Small heaps for a 2-core test box (the scripts default to 4-8 GiB).
 NAMESRV_HEAP = ["-Xms128m", "-Xmx256m"]
 BROKER_HEAP = ["-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m"]
+PROXY_HEAP = ["-Xms128m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m"]
 # The store reflects into direct buffers; Java 17 needs these opened (users report failures without).
 _MODULE_FLAGS = [
     "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
@@ -35,6 +45,7 @@ _MODULE_FLAGS = [
 ]
 _NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
 _BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"
+_PROXY_MAIN = "org.apache.rocketmq.proxy.ProxyStartup"
 
 
 def node_log(workdir: Path, node: str) -> Path:
@@ -46,6 +57,19 @@ def no_tls_file(workdir: Path) -> Path:
     """The ``tls.config.file`` every JVM of the cluster is given: a path that does not exist (see
     :meth:`~rocketmq_py.testing._tls.TlsFiles.jvm_properties`)."""
     return workdir / "tls" / "no-tls.properties"
+
+
+def proxy_config(cluster_name: str, namesrv: str, remoting_port: int, grpc_port: int) -> dict[str, object]:
+    """A Proxy's ``rmq-proxy.json`` (Java ``ProxyConfig``): cluster mode in front of ``cluster_name``,
+    whose routes it reads from ``namesrv``; clients reach it on ``remoting_port`` (the remoting
+    protocol, as a NameServer and broker in one) and ``grpc_port``."""
+    return {
+        "rocketMQClusterName": cluster_name,
+        "namesrvAddr": namesrv,
+        "remotingListenPort": remoting_port,
+        "grpcServerPort": grpc_port,
+        "proxyMode": "cluster",
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +101,23 @@ class NodeLauncher:
         """The broker ``node`` (a broker name or ``<name>-slave``) with these broker.conf entries."""
         return self._node(node, "broker.conf", conf, BROKER_HEAP, _BROKER_MAIN)
 
+    def proxy(self, classpath: Classpath, conf: Mapping[str, object]) -> JvmProcess:
+        """A Proxy (``ProxyStartup``, cluster mode) with these ``rmq-proxy.json`` entries, from the
+        ``rocketmq-proxy`` jars (``classpath``); its home (``RMQ_PROXY_HOME``) is its directory."""
+        node = self.workdir / "proxy"
+        node.mkdir(parents=True, exist_ok=True)
+        conf_path = node / "rmq-proxy.json"
+        conf_path.write_text(json.dumps(dict(conf), indent=2) + "\n")
+        args = ["-pc", str(conf_path), "-pm", "cluster"]
+        return JvmProcess(
+            "proxy",
+            self._argv(PROXY_HEAP, "proxy", _PROXY_MAIN, args, classpath=classpath),
+            log_path=node_log(self.workdir, "proxy"),
+            env=dict(self._env(), RMQ_PROXY_HOME=str(node)),
+            cwd=node,
+            die_with_parent=not self.detached,
+        )
+
     def _node(
         self, name: str, conf_name: str, conf: Mapping[str, str], heap: Sequence[str], main: str
     ) -> JvmProcess:
@@ -93,7 +134,15 @@ class NodeLauncher:
             die_with_parent=not self.detached,
         )
 
-    def _argv(self, heap: Sequence[str], node: str, main: str, args: Sequence[str]) -> list[str]:
+    def _argv(
+        self,
+        heap: Sequence[str],
+        node: str,
+        main: str,
+        args: Sequence[str],
+        *,
+        classpath: Classpath | None = None,
+    ) -> list[str]:
         home = self.workdir / node / "home"
         argv = [
             find_java(),
@@ -112,7 +161,7 @@ class NodeLauncher:
                 "-Dlogback.statusListenerClass="
                 "org.apache.rocketmq.logging.ch.qos.logback.core.status.NopStatusListener"
             )
-        return [*argv, "-cp", self.classpath.classpath, main, *args]
+        return [*argv, "-cp", (classpath or self.classpath).classpath, main, *args]
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ, ROCKETMQ_HOME=str(self.workdir))

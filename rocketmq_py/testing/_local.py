@@ -5,6 +5,7 @@ Everything lives in one temporary work directory::
     <workdir>/namesrv/{namesrv.properties, stdout.log, home/logs/...}
     <workdir>/broker-a/{broker.conf, stdout.log, store/..., home/logs/...}
     <workdir>/broker-b-slave/...        a slave of broker-b (``slaves=["broker-b"]``)
+    <workdir>/proxy/{rmq-proxy.json, stdout.log, home/logs/...}   a Proxy (``proxy=True``)
     <workdir>/conf/plain_acl.yml        ACL on a 4.x cluster (``acl=True``)
     <workdir>/tools-home/conf/tools.yml the ACL account mqadmin signs with
     <workdir>/tls/{ca,server}.{pem,key} TLS (``tls=True``)
@@ -45,8 +46,13 @@ from rocketmq_py.testing._acl import (
 )
 from rocketmq_py.testing._broker_relay import RELAYED_BROKER_HOST, relay_problem, start_broker_relay
 from rocketmq_py.testing._cluster import BrokerInfo, Cluster, _call, broker_names
-from rocketmq_py.testing._distribution import DEFAULT_VERSION, resolve_server, write_home_conf
-from rocketmq_py.testing._jvm_nodes import NodeLauncher, no_tls_file, node_log
+from rocketmq_py.testing._distribution import (
+    DEFAULT_VERSION,
+    resolve_proxy,
+    resolve_server,
+    write_home_conf,
+)
+from rocketmq_py.testing._jvm_nodes import NodeLauncher, no_tls_file, node_log, proxy_config
 from rocketmq_py.testing._processes import (
     JvmProcess,
     Registry,
@@ -85,6 +91,7 @@ log = logging.getLogger(__name__)
 
 _NAMESRV_BOOT = "The Name Server boot success"
 _BROKER_BOOT = "boot success"
+_PROXY_BOOT = "rocketmq-proxy startup successfully"
 
 
 def _nothing() -> None:
@@ -111,6 +118,9 @@ class LocalCluster(Cluster):
             :meth:`block_broker` can black-hole it without root or iptables (5.x brokers: a 4.x
             broker listens on every address and cannot have a relay in front of it; not with
             ``detached``, whose brokers outlive this process, nor with a ``brokerIP1`` of your own).
+        proxy: (5.x) a Proxy in cluster mode in front of the cluster (``rocketmq-proxy`` jars of the
+            same release): :attr:`proxy_addr` is its remoting port, which clients take as their
+            NameServer (``client_options(proxy=True)``); its gRPC port is :attr:`proxy_grpc_addr`.
 
     :meth:`client_options` gives the keyword arguments that connect a client to any of these shapes.
     The fault methods take node names: ``broker-b`` (the master) or ``broker-b-slave``.
@@ -131,8 +141,16 @@ class LocalCluster(Cluster):
         tls: bool = False,
         slaves: Sequence[str] = (),
         relay: bool = False,
+        proxy: bool = False,
     ) -> None:
         super().__init__(version)
+        if proxy and version.startswith("4."):
+            raise ClusterError(f"RocketMQ {version} has no Proxy: it came with 5.0")
+        if proxy and (acl or tls):
+            raise ClusterError("a Proxy in front of an ACL or TLS cluster is not set up by the launcher yet")
+        self._with_proxy = proxy
+        self._proxy: JvmProcess | None = None
+        self._proxy_ports = (0, 0)
         self._names = broker_names(brokers)
         problem = relay_problem(version, detached=detached, broker_config=broker_config or {})
         if relay and problem:
@@ -180,6 +198,16 @@ class LocalCluster(Cluster):
         """The slaves (``broker_id`` 1), named after their masters, in the order ``slaves=`` gave them."""
         return [self._info(n) for n in self._slave_of]
 
+    @property
+    def proxy_addr(self) -> str | None:
+        """``127.0.0.1:port`` of the Proxy's remoting port (``proxy=True``), else ``None``."""
+        return f"127.0.0.1:{self._proxy_ports[0]}" if self._with_proxy else None
+
+    @property
+    def proxy_grpc_addr(self) -> str | None:
+        """``127.0.0.1:port`` of the Proxy's gRPC port (``proxy=True``), else ``None``."""
+        return f"127.0.0.1:{self._proxy_ports[1]}" if self._with_proxy else None
+
     def _info(self, node: str) -> BrokerInfo:
         host = self._extra.get("brokerIP1", "127.0.0.1")  # the address the broker advertises
         name = self._slave_of.get(node, node)
@@ -209,6 +237,9 @@ class LocalCluster(Cluster):
         self._namesrv_port = pick_port_block([0], taken)
         for name in self._nodes:
             self._broker_ports[name] = pick_port_block([-2, 0, 1], taken)
+        if self._with_proxy:
+            remoting = pick_port_block([0], taken)
+            self._proxy_ports = (remoting, pick_port_block([0], taken))
         if self._relayed:
             self._relay = start_broker_relay(f"relay-{self.cluster_id}", self._broker_ports)
         self._registry = Registry(
@@ -220,7 +251,7 @@ class LocalCluster(Cluster):
             namesrv=self.namesrv_addr,
             brokers={n: self._info(n).address for n in self._nodes},
             version=self.version,
-            shape={"acl": self.credentials is not None, "tls": self._tls},
+            shape={"acl": self.credentials is not None, "tls": self._tls, "proxy": self._with_proxy},
         )
         self._registry.save()
         if not self._detached:
@@ -246,6 +277,12 @@ class LocalCluster(Cluster):
             # timer); ask it after a moment instead of waiting for the timer.
             self._await_registration(ask_after=BOOT_REGISTER_GRACE)
             self.timings["registered"] = time.monotonic() - t3
+            if self._with_proxy:
+                t4 = time.monotonic()
+                conf = proxy_config(self.cluster_name, self.namesrv_addr, *self._proxy_ports)
+                self._proxy = launcher.proxy(resolve_proxy(self.version), conf)
+                self._start_node("proxy", self._proxy, _PROXY_BOOT)
+                self.timings["proxy"] = time.monotonic() - t4
         except BaseException:
             self.stop()
             raise
@@ -349,6 +386,21 @@ class LocalCluster(Cluster):
         self._start_node(name, proc, _BROKER_BOOT)
         self.wait_until_registered()
 
+    def kill_proxy(self) -> None:
+        """SIGKILL the Proxy (``proxy=True``); :meth:`restart_proxy` brings it back on its ports."""
+        self._require_proxy().kill()
+
+    def restart_proxy(self) -> None:
+        """Kill the Proxy if it runs, start it again on the same ports, wait for its boot line."""
+        proc = self._require_proxy()
+        proc.kill()
+        self._start_node("proxy", proc, _PROXY_BOOT)
+
+    def _require_proxy(self) -> JvmProcess:
+        if self._proxy is None:
+            raise ClusterError("this cluster has no Proxy (start it with proxy=True)")
+        return self._proxy
+
     def stop_namesrv(self) -> None:
         """Kill the NameServer (brokers keep running); :meth:`start_namesrv` brings it back."""
         if self._namesrv is not None:
@@ -420,7 +472,8 @@ class LocalCluster(Cluster):
             return
         self._stopped = True
         self._cancel_atexit()
-        for proc in [*self._brokers.values(), *([self._namesrv] if self._namesrv else [])]:
+        nodes = [*([self._proxy] if self._proxy else []), *self._brokers.values()]
+        for proc in [*nodes, *([self._namesrv] if self._namesrv else [])]:
             proc.kill()
         if self._relay is not None:
             self._relay.close()

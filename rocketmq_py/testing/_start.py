@@ -51,6 +51,7 @@ def start_cluster(
     tls: bool = False,
     slaves: Sequence[str] = (),
     relay: bool = False,
+    proxy: bool = False,
 ) -> Cluster:
     """Start (or attach to) a RocketMQ cluster and return it; use it as a context manager to stop it.
 
@@ -64,6 +65,8 @@ def start_cluster(
         slaves: (jar backend) broker names that get one slave each.
         relay: (jar backend, 5.x) clients reach the brokers through a relay in this process, so that
             ``cluster.block_broker(name)`` can black-hole one (no root needed).
+        proxy: (jar backend, 5.x) a Proxy in cluster mode in front of the cluster:
+            ``cluster.client_options(proxy=True)`` connects through it.
 
     ``cluster.client_options()`` then gives what a client needs to connect (ACL keys, TLS context).
 
@@ -72,8 +75,10 @@ def start_cluster(
     """
     version = version or os.environ.get("ROCKETMQ_VERSION") or DEFAULT_VERSION
     chosen = choose_backend(backend)
-    if chosen != "jar" and (acl or tls or slaves or relay):
-        raise ClusterError(f"ACL, TLS, slaves and the relay are only set up by the jar backend, not {chosen}")
+    if chosen != "jar" and (acl or tls or slaves or relay or proxy):
+        raise ClusterError(
+            f"ACL, TLS, slaves, the relay and the Proxy are only set up by the jar backend, not {chosen}"
+        )
     if chosen == "external":
         from rocketmq_py.testing._external import ExternalCluster
 
@@ -85,5 +90,12 @@ def start_cluster(
     from rocketmq_py.testing._local import LocalCluster
 
     return LocalCluster(
-        brokers, version=version, detached=detached, acl=acl, tls=tls, slaves=slaves, relay=relay
+        brokers,
+        version=version,
+        detached=detached,
+        acl=acl,
+        tls=tls,
+        slaves=slaves,
+        relay=relay,
+        proxy=proxy,
     ).start()

@@ -121,6 +121,34 @@ async def test_pop_consumes_and_acks_every_message(
     assert consumer.consumed == 10
 
 
+async def test_behind_a_proxy_without_query_assignment_the_topic_is_pulled(
+    broker: FakeBroker, autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 5.x Proxy registers no QUERY_ASSIGNMENT (rocketmq-proxy ``RemotingProtocolServer``) and
+    answers REQUEST_CODE_NOT_SUPPORTED; Java's client then consumes nothing
+    (``RebalanceImpl.getRebalanceResultFromBroker``). POP cannot work through the Proxy over remoting
+    (``ConsumerManagerActivity.processRequest0`` never answers ACK_MESSAGE), so the member reads the
+    topic by client rebalance and pull, as a group in PULL mode; the refusal is asked once. The same
+    through a real Proxy: ``integration/test_proxy.py``."""
+    broker.refuse(RequestCode.QUERY_ASSIGNMENT)
+    bodies = put(broker, 10)
+    listener = Listener()
+    async with make(broker, listener) as consumer:
+        await wait_until(lambda: listener.bodies() == bodies)
+        await trio.sleep(30)  # more rebalance rounds
+        assert consumer._pop is not None
+        assert consumer._pop.queues == {}
+        assert {(mq.topic, mq.queue_id) for mq in consumer._queues if mq.topic == TOPIC} == {
+            (TOPIC, 0),
+            (TOPIC, 1),
+        }
+    assert len(listener.messages) == 10
+    assert broker.requests(RequestCode.POP_MESSAGE) == []
+    assert len(broker.requests(RequestCode.QUERY_ASSIGNMENT)) == 1
+    warnings = [r.getMessage() for r in caplog.records if "serves no QUERY_ASSIGNMENT" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+
+
 async def test_a_failed_message_is_retimed_and_redelivered(
     broker: FakeBroker, autojump_clock: trio.testing.MockClock
 ) -> None:

@@ -21,6 +21,7 @@ from rocketmq_py import create_reply
 from rocketmq_py.errors import (
     ClientError,
     InvalidMessage,
+    RequestCodeNotSupported,
     RequestReplyTimeout,
     RequestTimeout,
     ReservedProperty,
@@ -309,6 +310,19 @@ async def test_a_reply_is_sent_with_send_reply_message_v2(broker: FakeBroker) ->
     assert properties["CORRELATION_ID"] == "c0ffee"
     assert properties["REPLY_TO_CLIENT"] == "10.0.0.1@4242"
     assert len(broker.requests(RequestCode.SEND_MESSAGE_V2)) == 1  # the plain message
+
+
+async def test_a_reply_refused_by_a_proxy_says_request_reply_needs_a_direct_route(broker: FakeBroker) -> None:
+    """A 5.x Proxy registers no SEND_REPLY_MESSAGE_V2 (rocketmq-proxy ``RemotingProtocolServer``):
+    the reply fails with a typed error saying why, once (no retry), instead of the bare "request
+    type 325 not supported". Through a real Proxy: ``integration/test_proxy.py``."""
+    broker.refuse(RequestCode.SEND_REPLY_MESSAGE_V2)
+    async with Producer("pg-responder", namesrv=broker.address) as producer:
+        with pytest.raises(
+            RequestCodeNotSupported, match=r"does not take replies .* as a 5\.x Proxy does not"
+        ):
+            await producer.send(create_reply(_request_message(), b"answer"))
+    assert len(broker.requests(RequestCode.SEND_REPLY_MESSAGE_V2)) == 1
 
 
 async def test_a_requester_and_a_responder_through_the_fake_broker() -> None:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from rocketmq_py.testing._distribution import Classpath
-from rocketmq_py.testing._jvm_nodes import BROKER_HEAP, NAMESRV_HEAP, NodeLauncher, no_tls_file, node_log
+from rocketmq_py.errors import ClusterError
+from rocketmq_py.testing._distribution import Classpath, resolve_proxy
+from rocketmq_py.testing._jvm_nodes import (
+    BROKER_HEAP,
+    NAMESRV_HEAP,
+    PROXY_HEAP,
+    NodeLauncher,
+    no_tls_file,
+    node_log,
+    proxy_config,
+)
+from rocketmq_py.testing._local import LocalCluster
 from rocketmq_py.testing._processes import marker_for
 
 
@@ -64,3 +75,47 @@ def test_a_broker_gets_its_conf_and_a_4x_one_keeps_logback_chatter(tmp_path: Pat
 def test_the_tls_config_file_is_one_that_does_not_exist(tmp_path: Path) -> None:
     assert no_tls_file(tmp_path) == tmp_path / "tls" / "no-tls.properties"
     assert not no_tls_file(tmp_path).exists()
+
+
+def test_a_proxy_runs_in_cluster_mode_from_its_own_jars_with_its_json_config(
+    tmp_path: Path, java: str
+) -> None:
+    conf = proxy_config("DefaultCluster", "127.0.0.1:19876", 18080, 18081)
+    proxy_jars = Classpath("proxy", "5.3.1", tmp_path / "proxy-lib")
+    proc = _launcher(tmp_path).proxy(proxy_jars, conf)
+    node = tmp_path / "proxy"
+    written = json.loads((node / "rmq-proxy.json").read_text())
+    assert written == {
+        "rocketMQClusterName": "DefaultCluster",
+        "namesrvAddr": "127.0.0.1:19876",
+        "remotingListenPort": 18080,
+        "grpcServerPort": 18081,
+        "proxyMode": "cluster",
+    }
+    assert (proc.name, proc.cwd, proc.log_path) == ("proxy", node, node / "stdout.log")
+    assert proc.argv[1 : 1 + len(PROXY_HEAP)] == PROXY_HEAP
+    assert f"-Duser.home={node / 'home'}" in proc.argv
+    assert proc.argv[-7:] == [
+        "-cp",
+        str(tmp_path / "proxy-lib" / "*"),
+        "org.apache.rocketmq.proxy.ProxyStartup",
+        "-pc",
+        str(node / "rmq-proxy.json"),
+        "-pm",
+        "cluster",
+    ]
+    assert proc.env["RMQ_PROXY_HOME"] == str(node)
+    assert "NAMESRV_ADDR" not in proc.env
+
+
+def test_a_proxy_needs_a_5x_release_and_a_plain_cluster() -> None:
+    with pytest.raises(ClusterError, match=r"4\.9\.7 has no Proxy"):
+        resolve_proxy("4.9.7")
+    with pytest.raises(ClusterError, match=r"4\.9\.7 has no Proxy"):
+        LocalCluster(1, version="4.9.7", proxy=True)
+    with pytest.raises(ClusterError, match="ACL or TLS"):
+        LocalCluster(1, acl=True, proxy=True)
+    plain = LocalCluster(1)
+    assert plain.proxy_addr is None
+    with pytest.raises(ClusterError, match="has no Proxy"):
+        plain.client_options(proxy=True)

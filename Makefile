@@ -66,7 +66,8 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Apache RocketMQ NameServer, broker, mqadmin and benchmark jars from Maven Central (cached per user).
+# Apache RocketMQ NameServer, broker, mqadmin, benchmark and (5.x) Proxy jars from Maven Central
+# (cached per user).
 jars: install
 	$(BIN)/python -m rocketmq_py.testing fetch
 

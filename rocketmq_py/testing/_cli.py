@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from rocketmq_py.errors import ClusterError
-from rocketmq_py.testing._distribution import DEFAULT_VERSION, resolve_bench, resolve_server
+from rocketmq_py.testing._distribution import DEFAULT_VERSION, resolve_bench, resolve_proxy, resolve_server
 from rocketmq_py.testing._processes import Registry, cleanup_stale, pid_alive
 from rocketmq_py.testing._tls import TlsFiles
 from rocketmq_py.testing._tools import BENCH_MAIN_CLASSES, ToolResult, run_java_bench, run_mqadmin
@@ -133,7 +133,9 @@ def _cmd_down(_: argparse.Namespace) -> int:
 
 
 def _cmd_fetch(args: argparse.Namespace) -> int:
-    for cp in (resolve_server(args.version), resolve_bench(args.version)):
+    # The Proxy's jars too (5.x): the integration run starts one (integration/test_proxy.py).
+    proxy = [] if args.version.startswith("4.") else [resolve_proxy(args.version)]
+    for cp in (resolve_server(args.version), resolve_bench(args.version), *proxy):
         how = f"downloaded in {cp.resolve_seconds:.1f}s" if cp.resolve_seconds else "cached"
         size = cp.size_bytes() / 1e6
         print(f"{cp.name} {cp.version}: {size:.1f} MB of jars in {cp.lib} ({how})")
@@ -225,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.set_defaults(func=_cmd_up)
     sub.add_parser("status", help="what runs").set_defaults(func=_cmd_status)
     sub.add_parser("down", help="stop what `up` started").set_defaults(func=_cmd_down)
-    fetch = sub.add_parser("fetch", help="download the jars into the cache")
+    fetch = sub.add_parser("fetch", help="download the jars into the cache (server, benchmark tools, Proxy)")
     fetch.add_argument(
         "--version",
         default=os.environ.get("ROCKETMQ_VERSION", DEFAULT_VERSION),

@@ -9,7 +9,10 @@ operator would. What the Proxy serves works; what it does not, falls back or say
   no QUERY_ASSIGNMENT and never answers ACK_MESSAGE over remoting; the same on a FakeBroker:
   ``tests/consumer/test_push_pop.py``);
 - a reply to a request is refused with a typed error that names the limitation (the Proxy serves
-  no SEND_REPLY_MESSAGE_V2; ``tests/producer/test_request_reply.py``).
+  no SEND_REPLY_MESSAGE_V2; ``tests/producer/test_request_reply.py``);
+- a delay message needs a topic of message type DELAY (the Proxy checks it,
+  ``enableTopicMessageTypeCheck``; a broker reached directly does not): elsewhere the Proxy's
+  MessageIllegal says which type the topic expects.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Callable, Iterator
 import pytest
 import trio
 
-from integration._shapes import new_topic, shape_cluster, version_under_test
+from integration._shapes import new_topic, read_topic, shape_cluster, version_under_test
 from rocketmq_py import (
     ConsumeStatus,
     LitePullConsumer,
@@ -32,7 +35,7 @@ from rocketmq_py import (
     create_reply,
     select_by_hash,
 )
-from rocketmq_py.errors import RequestCodeNotSupported, RequestReplyTimeout
+from rocketmq_py.errors import MessageIllegal, RequestCodeNotSupported, RequestReplyTimeout
 from rocketmq_py.lowlevel import ConnectionPool, RemotingApi
 from rocketmq_py.testing import LocalCluster
 
@@ -214,3 +217,30 @@ async def test_a_reply_is_refused_with_the_reason(proxied: LocalCluster) -> None
             await wait_for(lambda: refused, "the reply refused")
     assert "does not take replies" in str(refused[0])
     assert "as a 5.x Proxy does not" in str(refused[0])
+
+
+def typed_topic(cluster: LocalCluster, kind: str) -> str:
+    """A fresh topic of message type ``kind`` (``DELAY``, ``TRANSACTION``), created with mqadmin."""
+    topic = f"px-{kind.lower()}-{uuid.uuid4().hex[:8]}"
+    attribute = f"+message.type={kind}"
+    result = cluster.mqadmin(
+        "updateTopic", "-c", cluster.cluster_name, "-t", topic, "-r", "4", "-w", "4", "-a", attribute
+    )
+    assert result.returncode == 0, result.output
+    cluster.wait_for_route(topic, 4 * len(cluster.brokers))
+    return topic
+
+
+async def test_a_delay_message_needs_a_delay_topic(proxied: LocalCluster) -> None:
+    options = proxied.client_options(proxy=True)
+    plain = new_topic(proxied, 4, "px")
+    delayed = Message(plain, b"later")
+    delayed.delay_level = 1
+    async with Producer(group("producer"), **options) as producer:
+        with pytest.raises(MessageIllegal, match="expected type is NORMAL, but actual type is DELAY"):
+            await producer.send(delayed)
+        delay_topic = typed_topic(proxied, "DELAY")
+        late = Message(delay_topic, b"later")
+        late.delay_level = 1
+        await producer.send(late)
+    assert [m.body for m in await read_topic(proxied, delay_topic, 1)] == [b"later"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import trio
@@ -58,6 +59,21 @@ def group(prefix: str) -> str:
     return f"px-{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def push_consumer(
+    cluster: LocalCluster, prefix: str, topic: str, listener: Any, **options: Any
+) -> PushConsumer:
+    """A push consumer of ``topic`` through the Proxy, of a fresh group, from the first offset."""
+    consumer = PushConsumer(
+        group(prefix),
+        listener=listener,
+        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+        **options,
+        **cluster.client_options(proxy=True),
+    )
+    consumer.subscribe(topic)
+    return consumer
+
+
 async def wait_for(predicate: Callable[[], object], what: str) -> None:
     with trio.move_on_after(WAIT):
         while not predicate():  # noqa: ASYNC110 - the state of a listener
@@ -86,10 +102,7 @@ async def test_sends_and_a_push_consumer(proxied: LocalCluster) -> None:
         return ConsumeStatus.CONSUME_SUCCESS
 
     options = proxied.client_options(proxy=True)
-    consumer = PushConsumer(
-        group("push"), listener=listener, consume_from_where="CONSUME_FROM_FIRST_OFFSET", **options
-    )
-    consumer.subscribe(topic)
+    consumer = push_consumer(proxied, "push", topic, listener)
     sent: set[bytes] = set()
     async with Producer(group("producer"), **options) as producer, consumer:
         for i in range(COUNT // 2):
@@ -114,14 +127,7 @@ async def test_an_orderly_consumer_keeps_each_keys_order(proxied: LocalCluster) 
         return ConsumeStatus.CONSUME_SUCCESS
 
     options = proxied.client_options(proxy=True)
-    consumer = PushConsumer(
-        group("orderly"),
-        listener=listener,
-        orderly=True,
-        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-        **options,
-    )
-    consumer.subscribe(topic)
+    consumer = push_consumer(proxied, "orderly", topic, listener, orderly=True)
     async with Producer(group("producer"), **options) as producer, consumer:
         for step in range(10):
             for key in keys:
@@ -172,14 +178,7 @@ async def test_a_member_left_to_the_broker_reads_by_pull(proxied: LocalCluster) 
         return ConsumeStatus.CONSUME_SUCCESS
 
     options = proxied.client_options(proxy=True)
-    consumer = PushConsumer(
-        group("pop"),
-        listener=listener,
-        client_rebalance=False,
-        consume_from_where="CONSUME_FROM_FIRST_OFFSET",
-        **options,
-    )
-    consumer.subscribe(topic)
+    consumer = push_consumer(proxied, "pop", topic, listener, client_rebalance=False)
     async with Producer(group("producer"), **options) as producer, consumer:
         for i in range(COUNT):
             await producer.send(Message(topic, f"m-{i}".encode()))
@@ -207,10 +206,7 @@ async def test_a_reply_is_refused_with_the_reason(proxied: LocalCluster) -> None
                     refused.append(exc)
             return ConsumeStatus.CONSUME_SUCCESS
 
-        consumer = PushConsumer(
-            group("rr"), listener=listener, consume_from_where="CONSUME_FROM_FIRST_OFFSET", **options
-        )
-        consumer.subscribe(topic)
+        consumer = push_consumer(proxied, "rr", topic, listener)
         async with consumer, Producer(group("requester"), **options) as requester:
             with pytest.raises(RequestReplyTimeout):
                 await requester.request(Message(topic, b"ping"), timeout=10)

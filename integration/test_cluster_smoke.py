@@ -147,7 +147,9 @@ def test_cluster_runs_on_the_requested_backend_over_loopback(cluster: Cluster) -
 
         client = docker.from_env()
         try:
-            containers = client.containers.list(filters={"label": "org.rocketmq-py.cluster"})
+            containers = client.containers.list(
+                filters={"label": "org.rocketmq-py.cluster"}, ignore_removed=True
+            )
             ours = [c for c in containers if c.image.tags and c.image.tags[0] == cluster.image]
             assert len(ours) >= 1 + len(cluster.brokers)
             assert {c.attrs["HostConfig"]["NetworkMode"] for c in ours} == {"host"}

@@ -255,8 +255,13 @@ class DockerCluster(Cluster):
 
 
 def _remove_orphans(client: Any) -> None:
-    """Remove the containers of clusters whose owning process is gone (killed before its stop())."""
-    for container in client.containers.list(all=True, filters={"label": _LABEL}):
+    """Remove the containers of clusters whose owning process is gone (killed before its stop()).
+
+    Other processes' clusters start and stop meanwhile (``make test`` runs pytest workers side by
+    side): a container the engine lists may be gone when it is inspected, which is not an error.
+    """
+    listed = client.containers.list(all=True, filters={"label": _LABEL}, ignore_removed=True)
+    for container in listed:
         owner = str(container.labels.get(_LABEL, "")).split("-", 1)[0]
         if owner.isdigit() and not pid_alive(int(owner)):
             with contextlib.suppress(Exception):

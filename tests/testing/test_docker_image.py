@@ -152,3 +152,50 @@ def test_ensure_image_builds_only_where_no_registry_answers(
     assert builds == (["5.3.3"] if built else [])
     if not pullable and not present:
         assert any("cannot be pulled (" in line and "lookup failed" in line for line in said), said
+
+
+class _RacingApi:
+    """A Docker engine's API as docker-py's ``ContainerCollection`` calls it, where a container the
+    listing named is removed before it is inspected: another process's cluster stopping at that moment
+    (the engine answers 404 "No such container" to the inspect)."""
+
+    def __init__(self, live: dict[str, dict[str, str]], gone: list[str]) -> None:
+        self.live = live
+        self.gone = gone
+        self.removed: list[str] = []
+
+    def containers(self, **_: object) -> list[dict[str, str]]:
+        return [{"Id": cid} for cid in [*self.gone, *self.live]]
+
+    def inspect_container(self, cid: str) -> dict[str, object]:
+        import docker
+
+        if cid not in self.live:
+            raise docker.errors.NotFound(f"No such container: {cid}")
+        return {"Id": cid, "Config": {"Labels": self.live[cid]}}
+
+    def remove_container(self, cid: str, **_: object) -> None:
+        self.removed.append(cid)
+
+
+def test_orphan_cleanup_passes_over_a_container_removed_while_it_lists() -> None:
+    """``DockerCluster.start`` removes the containers of dead owners; a container another live cluster
+    removes between the engine's listing and the inspect of it is not an error (CI on 317b10f: the
+    docker step's cluster did not start, "404 ... No such container")."""
+    from docker.models.containers import ContainerCollection
+
+    from rocketmq_py.testing._docker import _LABEL, _remove_orphans
+
+    dead_pid = 1 << 23  # above any pid_max: no such process
+    api = _RacingApi(
+        live={"orphan": {_LABEL: f"{dead_pid}-0a0b0c0d"}, "alive": {_LABEL: f"{os.getpid()}-01020304"}},
+        gone=["stopping"],
+    )
+
+    class Client:
+        def __init__(self) -> None:
+            self.api = api
+            self.containers = ContainerCollection(client=self)
+
+    _remove_orphans(Client())
+    assert api.removed == ["orphan"]

@@ -98,8 +98,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     """A NameServer and brokers ``broker-a`` and ``broker-b``, for the whole test run."""
+    started: Cluster
     try:
-        started = start_cluster(brokers=2)
+        if os.environ.get("RMQ_THROUGH_PROXY") == "1":  # clients reach the cluster through a Proxy
+            from rocketmq_py.testing import DEFAULT_VERSION, LocalCluster
+
+            version = os.environ.get("ROCKETMQ_VERSION") or DEFAULT_VERSION
+            started = LocalCluster(2, version=version, proxy=True, clients_via_proxy=True).start()
+        else:
+            started = start_cluster(brokers=2)
     except ClusterError as exc:
         if _broker_required():
             pytest.fail(

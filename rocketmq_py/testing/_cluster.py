@@ -84,6 +84,12 @@ class Cluster(abc.ABC):
         return []
 
     @property
+    def admin_namesrv_addr(self) -> str:
+        """``host:port`` of the NameServer the kit's admin calls and tools use: :attr:`namesrv_addr`,
+        unless that is a Proxy the clients go through (``LocalCluster(clients_via_proxy=True)``)."""
+        return self.namesrv_addr
+
+    @property
     def proxy_addr(self) -> str | None:
         """``host:port`` of a Proxy's remoting port in front of the cluster, if it has one."""
         return None
@@ -181,7 +187,7 @@ class Cluster(abc.ABC):
         jvm_opts, home = self._tool_settings()
         return run_mqadmin(
             args,
-            namesrv=self.namesrv_addr,
+            namesrv=self.admin_namesrv_addr,
             version=self.version,
             timeout=timeout,
             jvm_opts=jvm_opts,
@@ -198,7 +204,7 @@ class Cluster(abc.ABC):
 
     def java_bench(self, tool: str, *args: str, timeout: float | None = 600.0) -> ToolResult:
         """Run an official benchmark tool (``producer``, ``consumer``, ...) against this cluster."""
-        return run_java_bench(tool, args, namesrv=self.namesrv_addr, version=self.version, timeout=timeout)
+        return run_java_bench(tool, args, namesrv=self.admin_namesrv_addr, version=self.version, timeout=timeout)
 
     def create_topic(self, topic: str, queues: int = 8, *, order: bool = False) -> None:
         """Create (or update) ``topic`` with ``queues`` read and write queues on every master broker.
@@ -217,16 +223,16 @@ class Cluster(abc.ABC):
         from rocketmq_py.cli._admin import ORDER_TOPIC_CONFIG, order_conf, topic_header
         from rocketmq_py.protocol._codes import RequestCode
 
-        masters = cluster_info(self.namesrv_addr, ssl_context=self.ssl_context)
+        masters = cluster_info(self.admin_namesrv_addr, ssl_context=self.ssl_context)
         if not masters:
-            raise ClusterError(f"the NameServer {self.namesrv_addr} lists no master broker")
+            raise ClusterError(f"the NameServer {self.admin_namesrv_addr} lists no master broker")
         header = topic_header(topic, queues, perm=PERM_READ | PERM_WRITE, order=order)
         for name in sorted(masters):
             self._update_topic(masters[name], header)
         if order:
             conf = order_conf({name: queues for name in masters})
             kv = {"namespace": ORDER_TOPIC_CONFIG, "key": topic, "value": conf}
-            self._ask(self.namesrv_addr, RequestCode.PUT_KV_CONFIG, kv, f"creating topic {topic!r}")
+            self._ask(self.admin_namesrv_addr, RequestCode.PUT_KV_CONFIG, kv, f"creating topic {topic!r}")
         self._wait_for_topic(topic, {name: queues for name in masters}, masters, header)
 
     def _update_topic(self, address: str, header: UpdateAndCreateTopicRequestHeader) -> None:
@@ -260,12 +266,12 @@ class Cluster(abc.ABC):
         deadline = time.monotonic() + timeout
         reregister_at = time.monotonic() + ROUTE_REREGISTER_AFTER
         while True:
-            stale = stale_brokers(topic_route(self.namesrv_addr, topic, ssl_context=self.ssl_context), wanted)
+            stale = stale_brokers(topic_route(self.admin_namesrv_addr, topic, ssl_context=self.ssl_context), wanted)
             if not stale:
                 return
             now = time.monotonic()
             if now >= deadline:
-                seen = _route_queue_count(self.namesrv_addr, topic, self.ssl_context)
+                seen = _route_queue_count(self.admin_namesrv_addr, topic, self.ssl_context)
                 raise ClusterError(
                     f"the route of {topic} shows {seen} queues after {timeout:.0f} s, not "
                     f"{sum(wanted.values())} (stale: {', '.join(stale)})"
@@ -282,7 +288,7 @@ class Cluster(abc.ABC):
         deadline = time.monotonic() + timeout
         seen = -1
         while time.monotonic() < deadline:
-            seen = _route_queue_count(self.namesrv_addr, topic, self.ssl_context)
+            seen = _route_queue_count(self.admin_namesrv_addr, topic, self.ssl_context)
             if seen >= queues:
                 return
             time.sleep(0.2)
@@ -296,7 +302,7 @@ class Cluster(abc.ABC):
         """The :meth:`expected_members` the NameServer does not list now (all of them if it does not answer)."""
         expected = self.expected_members()
         try:
-            members = cluster_members(self.namesrv_addr, ssl_context=self.ssl_context)
+            members = cluster_members(self.admin_namesrv_addr, ssl_context=self.ssl_context)
         except (OSError, RocketMQError):
             return expected
         return [b for b in expected if members.get(b.name, {}).get(b.broker_id) != b.address]
@@ -311,7 +317,7 @@ class Cluster(abc.ABC):
         if missing:
             names = ", ".join(f"{b.name}/{b.broker_id} ({b.address})" for b in missing)
             raise ClusterError(
-                f"brokers {names} did not register with {self.namesrv_addr} in {timeout:.0f} s"
+                f"brokers {names} did not register with {self.admin_namesrv_addr} in {timeout:.0f} s"
             )
 
 

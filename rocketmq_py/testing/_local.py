@@ -121,6 +121,9 @@ class LocalCluster(Cluster):
         proxy: (5.x) a Proxy in cluster mode in front of the cluster (``rocketmq-proxy`` jars of the
             same release): :attr:`proxy_addr` is its remoting port, which clients take as their
             NameServer (``client_options(proxy=True)``); its gRPC port is :attr:`proxy_grpc_addr`.
+        clients_via_proxy: (with ``proxy``) :attr:`namesrv_addr` and :meth:`client_options` give
+            the Proxy, so that code written for a plain cluster runs through it; the kit's own
+            admin calls and tools keep the NameServer (:attr:`admin_namesrv_addr`).
 
     :meth:`client_options` gives the keyword arguments that connect a client to any of these shapes.
     The fault methods take node names: ``broker-b`` (the master) or ``broker-b-slave``.
@@ -142,8 +145,12 @@ class LocalCluster(Cluster):
         slaves: Sequence[str] = (),
         relay: bool = False,
         proxy: bool = False,
+        clients_via_proxy: bool = False,
     ) -> None:
         super().__init__(version)
+        if clients_via_proxy and not proxy:
+            raise ClusterError("clients_via_proxy needs proxy=True")
+        self._clients_via_proxy = clients_via_proxy
         if proxy and version.startswith("4."):
             raise ClusterError(f"RocketMQ {version} has no Proxy: it came with 5.0")
         if proxy and (acl or tls):
@@ -185,7 +192,15 @@ class LocalCluster(Cluster):
 
     @property
     def namesrv_addr(self) -> str:
-        """``127.0.0.1:port`` of the NameServer."""
+        """``127.0.0.1:port`` of the NameServer clients are given: the Proxy's remoting port with
+        ``clients_via_proxy``, else the NameServer's."""
+        if self._clients_via_proxy:
+            return f"127.0.0.1:{self._proxy_ports[0]}"
+        return self.admin_namesrv_addr
+
+    @property
+    def admin_namesrv_addr(self) -> str:
+        """``127.0.0.1:port`` of the NameServer itself (admin calls, tools, the brokers' registration)."""
         return f"127.0.0.1:{self._namesrv_port}"
 
     @property
@@ -248,7 +263,7 @@ class LocalCluster(Cluster):
             owner_start=process_start_time(os.getpid()),
             detached=self._detached,
             workdir=str(self.workdir),
-            namesrv=self.namesrv_addr,
+            namesrv=self.admin_namesrv_addr,
             brokers={n: self._info(n).address for n in self._nodes},
             version=self.version,
             shape={"acl": self.credentials is not None, "tls": self._tls, "proxy": self._with_proxy},
@@ -279,7 +294,7 @@ class LocalCluster(Cluster):
             self.timings["registered"] = time.monotonic() - t3
             if self._with_proxy:
                 t4 = time.monotonic()
-                conf = proxy_config(self.cluster_name, self.namesrv_addr, *self._proxy_ports)
+                conf = proxy_config(self.cluster_name, self.admin_namesrv_addr, *self._proxy_ports)
                 self._proxy = launcher.proxy(resolve_proxy(self.version), conf)
                 self._start_node("proxy", self._proxy, _PROXY_BOOT)
                 self.timings["proxy"] = time.monotonic() - t4
@@ -318,7 +333,7 @@ class LocalCluster(Cluster):
         info = self._info(node)
         return broker_config(
             info.name,
-            namesrv=self.namesrv_addr,
+            namesrv=self.admin_namesrv_addr,
             port=self._broker_ports[node],
             store=self.workdir / node / "store",
             extra=extra,
@@ -439,7 +454,7 @@ class LocalCluster(Cluster):
                 log.info(
                     "brokers %s not registered with %s after %.0f s; asking them to register",
                     ", ".join(f"{b.name}/{b.broker_id}" for b in missing),
-                    self.namesrv_addr,
+                    self.admin_namesrv_addr,
                     ask_after,
                 )
                 for broker in missing:

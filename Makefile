@@ -50,7 +50,14 @@ REPORTS ?= reports
 # `build-image`, since no image registry answers; elsewhere the backend pulls apache/rocketmq).
 DOCKER_TESTS ?= integration/test_cluster_smoke.py integration/test_producer.py integration/test_push_consumer.py
 
-.PHONY: demo test prereqs install jars jars-versions lint unit integration versions docker docker-image docker-tests down clean wheel-check docs
+# Through a 5.x Proxy (RMQ_THROUGH_PROXY=1, integration/conftest.py): these files once more, the
+# session cluster with a Proxy in cluster mode in front and every client given the Proxy as its
+# NameServer. A test that needs a direct route is marked direct_route(reason) and skipped with it.
+PROXY_TESTS ?= integration/test_producer.py integration/test_push_consumer.py integration/test_lite_pull_consumer.py \
+	integration/test_request_reply.py integration/test_pop.py integration/test_spark_read.py \
+	integration/test_spark_write.py integration/test_spark_stream.py
+
+.PHONY: demo test prereqs install jars jars-versions lint unit integration versions proxy docker docker-image docker-tests down clean wheel-check docs
 
 # What the machine needs (README, "Prerequisites"), checked first by `make demo` and `make test`: a
 # missing tool is named at once instead of failing a step 20 minutes in (scripts/prereqs.sh).
@@ -94,6 +101,7 @@ test: prereqs jars-versions lint docs
 	mkdir -p $(REPORTS)
 	$(INTEGRATION_ENV) $(BIN)/pytest $(XDIST) --durations=40 --junitxml=$(REPORTS)/main.xml
 	$(MAKE) --no-print-directory versions
+	$(MAKE) --no-print-directory proxy
 	$(MAKE) --no-print-directory docker
 	$(MAKE) --no-print-directory wheel-check
 
@@ -112,6 +120,13 @@ versions: jars-versions
 			--junitxml=$(REPORTS)/versions-$$v-last.xml \
 			-k "$(VERSION_SKIP)" || exit 1; \
 	done
+
+# PROXY_TESTS with the clients going through a Proxy in front of the session cluster (5.3.3).
+proxy: jars
+	@if [ -n "$$ROCKETMQ_NAMESRV" ]; then echo "ROCKETMQ_NAMESRV is set: no Proxy run"; exit 0; fi; \
+	echo "== integration tests through a Proxy"; \
+	RMQ_THROUGH_PROXY=1 $(INTEGRATION_ENV) $(BIN)/pytest $(XDIST) --durations=10 $(PROXY_TESTS) \
+		--junitxml=$(REPORTS)/proxy.xml
 
 # DOCKER_TESTS through the docker backend when a Docker engine answers; CI (which starts one) fails
 # without it, elsewhere the step says it is skipped.

@@ -12,6 +12,9 @@ broker has delivered a message again:
   answers), then SIGCONT;
 - ``namesrv``: stop the NameServer for ``--namesrv-down`` s, start it again and wait until every
   broker registered again (polled here when ``start_namesrv`` gives up);
+- ``proxy``: (a cluster with a Proxy in front, which every client takes as its NameServer:
+  ``--proxy``) SIGKILL the Proxy, start it again ``--proxy-down`` s later on its ports; every queue
+  must deliver again;
 - ``unreachable``: black-hole a broker (``--block-broker``) for ``--unreachable`` s: the cluster's
   brokers are reached through the testing kit's relay (``LocalCluster(relay=True)``, no root needed),
   which stops forwarding and accepting; the broker keeps its NameServer registration, so clients keep
@@ -30,7 +33,7 @@ the first / every queue of the hit broker delivered again (for ``namesrv``: ever
                                [--lead 10] [--kill-down 5] [--pause 10] [--namesrv-down 15]
                                [--unreachable 150] [--settle 60] [--drain 60]
                                [--attempt-timeout 1.0] [--pull-max-idle-time 120] [--version 5.3.3]
-                               [--relay]
+                               [--relay] [--proxy] [--proxy-down 5]
 
 A phase may carry its own duration: ``--phases pause=1.2,pause=1.8,pause=10`` pauses three times.
 ``--short`` runs the shape ``integration/test_chaos.py`` uses (shorter faults, a 15-s idle-pull limit).
@@ -48,16 +51,19 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import trio
+from _chaos_report import ChaosReport, PhaseFigures, print_report
 
 from rocketmq_py import ConsumeFromWhere, Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.errors import ClusterError, RocketMQError
 from rocketmq_py.testing import Cluster, LocalCluster
 
 PHASES = ("kill", "pause", "namesrv", "unreachable")
+#: Phases run only when asked: ``proxy`` needs a cluster whose clients go through a Proxy.
+OTHER_PHASES = ("proxy",)
 _NOT_GIVEN: Any = object()
 
 
@@ -75,6 +81,7 @@ class ChaosOptions:
     pause: float = 10.0
     namesrv_down: float = 15.0
     unreachable: float = 150.0
+    proxy_down: float = 5.0
     settle: float = 60.0
     drain: float = 60.0
     kill_broker: str = "broker-a"
@@ -96,52 +103,6 @@ SHORT = ChaosOptions(
     pull_max_idle_time=15.0,
     drain=45.0,
 )
-
-
-@dataclass
-class PhaseFigures:
-    """What happened in one phase (times are trio clock seconds)."""
-
-    name: str
-    broker: str | None  # the hit broker; None: all (the NameServer)
-    start: float = 0.0
-    fault_at: float = 0.0
-    lifted_at: float = 0.0
-    end: float = 0.0
-    in_flight_at_fault: int = 0
-    #: The most sends in flight at once while the fault was on: each may end as one duplicate (an
-    #: attempt abandoned on the hit broker that it stored anyway).
-    in_flight_peak: int = 0
-    resumed_first: float | None = None
-    resumed_all: float | None = None
-    acked: int = 0
-    failed: int = 0
-    sent_during_fault: int = 0
-    failed_during_fault: int = 0
-    lost: int = 0
-    duplicates: int = 0
-    #: Of the duplicates: the same stored message delivered again (same broker, queue and offset).
-    redelivered: int = 0
-    #: Of the duplicates: one send stored more than once (an abandoned attempt the broker stored).
-    stored_again: int = 0
-    #: Send attempts retried (each after an abandoned or refused one) from this phase's start to
-    #: the next one's: every extra stored copy of a send needs one.
-    retries: int = 0
-    errors: collections.Counter[str] = field(default_factory=collections.Counter)
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass
-class ChaosReport:
-    """Per-phase figures plus the run's totals."""
-
-    phases: list[PhaseFigures]
-    acked: int
-    failed: int
-    consumed: int
-    lost: int
-    duplicates: int
-    producer_stats: str
 
 
 _NUMBERS = re.compile(r"\d+(\.\d+)?")
@@ -303,7 +264,16 @@ class _Run:
                 o.unreachable,
                 (lambda: self.blocking(c.unblock_broker, o.block_broker)),
             )
-        raise ValueError(f"unknown phase {name!r}; phases are {', '.join(PHASES)}")
+        if name == "proxy":
+            if not isinstance(c, LocalCluster) or c.proxy_addr is None or c.namesrv_addr != c.proxy_addr:
+                raise ValueError("the proxy phase needs LocalCluster(proxy=True, clients_via_proxy=True)")
+            return (
+                None,
+                lambda: self.blocking(c.kill_proxy),
+                o.proxy_down,
+                lambda: self.blocking(c.restart_proxy),
+            )
+        raise ValueError(f"unknown phase {name!r}; phases are {', '.join((*PHASES, *OTHER_PHASES))}")
 
     async def run_phase(self, name: str) -> None:
         phase = PhaseFigures(name, None)
@@ -319,7 +289,10 @@ class _Run:
         phase.in_flight_at_fault = phase.in_flight_peak = self.in_flight
         phase.fault_at = trio.current_time()
         self.fault_on = phase
-        print(f"  {name}: fault on {broker or 'the NameServer'}", flush=True)
+        print(
+            f"  {name}: fault on {broker or ('the Proxy' if kind == 'proxy' else 'the NameServer')}",
+            flush=True,
+        )
         await inject()
         await trio.sleep(seconds)
         await lift()
@@ -422,49 +395,24 @@ async def run_chaos(cluster: Cluster, options: ChaosOptions = ChaosOptions()) ->
     return await chaos.run()
 
 
-def _seconds(value: float | None) -> str:
-    return f"{value:.1f}" if value is not None else "never"
-
-
-def print_report(report: ChaosReport) -> None:
-    """The per-phase table, the errors of failed sends, and the totals."""
-    print()
-    header = (
-        f"{'phase':<12}{'broker':<10}{'acked':>7}{'failed':>8}{'fault fail/sent':>17}{'lost':>6}"
-        f"{'dups':>6}{'again/redeliv':>14}{'retries':>8}{'in flight at/peak':>18}{'resumed first/all s':>21}"
-    )
-    print(header)
-    for p in report.phases:
-        print(
-            f"{p.name:<12}{p.broker or '-':<10}{p.acked:>7}{p.failed:>8}"
-            f"{f'{p.failed_during_fault}/{p.sent_during_fault}':>17}{p.lost:>6}{p.duplicates:>6}"
-            f"{f'{p.stored_again}/{p.redelivered}':>14}{p.retries:>8}"
-            f"{f'{p.in_flight_at_fault}/{p.in_flight_peak}':>18}"
-            f"{f'{_seconds(p.resumed_first)} / {_seconds(p.resumed_all)}':>21}"
-        )
-    for p in report.phases:
-        for note in p.notes:
-            print(f"  {p.name}: {note}")
-        for kind, count in p.errors.most_common(3):
-            print(f"  {p.name}: {count} x {kind}")
-    print(
-        f"\ntotal: acked {report.acked}, failed {report.failed}, consumed {report.consumed}, "
-        f"lost {report.lost}, duplicates {report.duplicates}"
-    )
-    print(f"producer: {report.producer_stats}")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     defaults = ChaosOptions()
     parser.add_argument("--short", action="store_true", help="the integration test's shape")
     parser.add_argument("--version", default=None, help="RocketMQ version of the cluster")
-    parser.add_argument("--phases", default=None, help=f"comma-separated, from {','.join(PHASES)}")
+    parser.add_argument(
+        "--phases", default=None, help=f"comma-separated, from {','.join((*PHASES, *OTHER_PHASES))}"
+    )
     parser.add_argument("--attempt-timeout", default=None, help="producer attempt_timeout (s, or 'none')")
     parser.add_argument(
         "--relay",
         action="store_true",
         help="reach the brokers through the kit's relay in every phase (on anyway with 'unreachable')",
+    )
+    parser.add_argument(
+        "--proxy",
+        action="store_true",
+        help="clients go through a Proxy in front of the cluster (5.x; on anyway with the 'proxy' phase)",
     )
     for name in (
         "rate",
@@ -474,6 +422,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "pause",
         "namesrv_down",
         "unreachable",
+        "proxy_down",
         "settle",
         "drain",
         "pull_max_idle_time",
@@ -487,7 +436,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     changes: dict[str, Any] = {
         name: value
         for name, value in vars(args).items()
-        if value is not None and name not in ("short", "version", "phases", "attempt_timeout", "relay")
+        if value is not None
+        and name not in ("short", "version", "phases", "attempt_timeout", "relay", "proxy")
     }
     if args.phases:
         changes["phases"] = tuple(args.phases.split(","))
@@ -498,7 +448,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"chaos: {options}")
     started = time.monotonic()
     relay = args.relay or any(phase.partition("=")[0] == "unreachable" for phase in options.phases)
-    cluster = LocalCluster(2, relay=relay, **version)
+    proxy = args.proxy or any(phase.partition("=")[0] == "proxy" for phase in options.phases)
+    cluster = LocalCluster(2, relay=relay, proxy=proxy, clients_via_proxy=proxy, **version)
     with cluster:
         cluster.start()
         print(f"cluster {cluster.namesrv_addr} ({cluster.version}) up in {time.monotonic() - started:.0f} s")

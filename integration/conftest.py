@@ -3,6 +3,10 @@
 When ``CI`` is set or ``RMQ_REQUIRE_BROKER=1``, a cluster that cannot start fails the run; elsewhere
 those tests are skipped with the reason. ``ROCKETMQ_NAMESRV=host:port`` uses an external cluster.
 The Spark tests are likewise skipped without the ``spark`` extra, and fail in CI (../conftest.py).
+
+``RMQ_THROUGH_PROXY=1`` (``make proxy``) puts a Proxy in front of the session cluster and gives it to
+every client as its NameServer; a test marked ``direct_route(reason)`` needs what a Proxy does not
+serve and is skipped there with that reason (docs/proxy.md lists the same limits).
 """
 
 from __future__ import annotations
@@ -39,6 +43,12 @@ from rocketmq_py.testing._report_process import ReportingProcess
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+
+def through_proxy() -> bool:
+    """True in the run through a Proxy (``RMQ_THROUGH_PROXY=1``, ``make proxy``): the session cluster
+    has a Proxy in front, and every client the tests make takes it as its NameServer."""
+    return os.environ.get("RMQ_THROUGH_PROXY") == "1"
 
 
 def _broker_required() -> bool:
@@ -87,9 +97,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             return (1, LONG_MODULES.index(item.path.name))
         return (2, 0)
 
+    proxied = through_proxy()
     for item in items:
         if str(item.path).startswith(here):
             item.add_marker(pytest.mark.integration)
+        direct = item.get_closest_marker("direct_route")
+        if proxied and direct is not None:
+            item.add_marker(pytest.mark.skip(reason=f"through a Proxy: {direct.args[0]}"))
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a plain run keeps the files' order: the fast tests/ first
     items.sort(key=rank)  # stable: the modules' own order within each rank
@@ -98,15 +112,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
     """A NameServer and brokers ``broker-a`` and ``broker-b``, for the whole test run."""
-    started: Cluster
     try:
-        if os.environ.get("RMQ_THROUGH_PROXY") == "1":  # clients reach the cluster through a Proxy
-            from rocketmq_py.testing import DEFAULT_VERSION, LocalCluster
-
-            version = os.environ.get("ROCKETMQ_VERSION") or DEFAULT_VERSION
-            started = LocalCluster(2, version=version, proxy=True, clients_via_proxy=True).start()
-        else:
-            started = start_cluster(brokers=2)
+        through = through_proxy()
+        started = start_cluster(brokers=2, proxy=through, clients_via_proxy=through)
     except ClusterError as exc:
         if _broker_required():
             pytest.fail(
@@ -129,11 +137,14 @@ def broker_version(cluster: Cluster) -> int:
 
 @pytest.fixture
 def create_topic(cluster: Cluster) -> Callable[..., str]:
-    """Create a fresh topic with N queues on every broker; returns its name."""
+    """Create a fresh topic with N queues on every broker; returns its name. ``message_type``
+    (``DELAY``, ``TRANSACTION``) types it, as a 5.x Proxy needs for such messages."""
 
-    def create(queues: int = 8, *, prefix: str = "it", order: bool = False) -> str:
+    def create(
+        queues: int = 8, *, prefix: str = "it", order: bool = False, message_type: str | None = None
+    ) -> str:
         topic = f"{prefix}-{uuid.uuid4().hex[:12]}"
-        cluster.create_topic(topic, queues, order=order)
+        cluster.create_topic(topic, queues, order=order, message_type=message_type)
         return topic
 
     return create

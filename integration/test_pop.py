@@ -29,6 +29,11 @@ from rocketmq_py.testing._traffic import SteadyProducer
 
 JAVA_POP_CONSUMER = Path(__file__).parent / "java" / "PopConsumer.java"
 
+pytestmark = pytest.mark.direct_route(
+    "POP cannot work through a 5.x Proxy over remoting (it answers no ACK_MESSAGE): the consumer "
+    "reads by client rebalance and pull there, which test_proxy.py checks"
+)
+
 
 @pytest.fixture(autouse=True)
 def _pop_brokers(broker_version: int, cluster: Cluster) -> None:

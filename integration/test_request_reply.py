@@ -66,6 +66,9 @@ async def our_responder(cluster: Cluster, topic: str) -> AsyncIterator[list[Mess
             yield answered
 
 
+@pytest.mark.direct_route(
+    "a 5.x Proxy takes no replies (SEND_REPLY_MESSAGE_V2): test_proxy.py checks the refusal"
+)
 async def test_our_requester_and_our_responder(cluster: Cluster, create_topic: Callable[..., str]) -> None:
     topic = create_topic(2)
     async with (
@@ -95,6 +98,9 @@ async def test_our_requester_and_our_responder(cluster: Cluster, create_topic: C
         assert reply.properties[PropertyKey.CORRELATION_ID] == request.properties[PropertyKey.CORRELATION_ID]
 
 
+@pytest.mark.direct_route(
+    "a 5.x Proxy takes no replies (SEND_REPLY_MESSAGE_V2): test_proxy.py checks the refusal"
+)
 async def test_our_requester_and_the_java_responder(
     cluster: Cluster, create_topic: Callable[..., str]
 ) -> None:
@@ -120,6 +126,9 @@ async def test_our_requester_and_the_java_responder(
     assert reply.properties[PropertyKey.MESSAGE_TYPE] == "reply"
 
 
+@pytest.mark.direct_route(
+    "a 5.x Proxy takes no replies (SEND_REPLY_MESSAGE_V2): test_proxy.py checks the refusal"
+)
 async def test_the_java_requester_and_our_responder(
     cluster: Cluster, create_topic: Callable[..., str]
 ) -> None:

@@ -190,6 +190,9 @@ async def test_a_namespace_writes_and_reads_the_wrapped_topic(
     assert {r.topic for r in read} == {topic}
 
 
+@pytest.mark.direct_route(
+    "a 5.x Proxy answers TRACE_ON=false unless configured: no record is written (test_proxy.py)"
+)
 async def test_enable_trace_writes_a_trace_record_per_send(
     spark: SparkSession,
     rocketmq_format: str,
@@ -358,6 +361,9 @@ def test_a_missing_body_column_is_refused_before_any_task(
         ).save()
 
 
+@pytest.mark.direct_route(
+    "normal and delay rows in one topic: a 5.x Proxy checks each message against the topic's one type"
+)
 async def test_delay_level_rows_go_through_the_brokers_schedule(
     spark: SparkSession,
     rocketmq_format: str,

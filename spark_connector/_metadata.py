@@ -7,6 +7,7 @@ and no trio loop outlives a planning call.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
@@ -40,6 +41,7 @@ from rocketmq_py.protocol import (
     TopicRouteData,
     namespace_of,
     parse_fastjson,
+    pull_request_header,
     unwrap_name,
 )
 from spark_connector._options import ReadOptions
@@ -220,8 +222,18 @@ def by_queue(states: Iterable[QueueState]) -> Mapping[MessageQueue, QueueState]:
 COMMIT_CLIENT_ID = "spark-rocketmq-commit"
 
 
-async def _declare_group(api: RemotingApi, address: str, group: str) -> None:
-    """Make the broker create ``group`` (as a Java consumer's first heartbeat does), then leave it."""
+async def _declare_group(
+    api: RemotingApi, address: str, group: str, queue: MessageQueue, offset: int
+) -> None:
+    """Make the broker of ``queue`` create ``group``, then leave the group again.
+
+    A broker reached directly creates it on a heartbeat, as a Java consumer's first one does. A 5.x
+    Proxy keeps heartbeats to itself, so the group is declared with a pull too: the broker's first
+    check of a PULL_MESSAGE finds the group's config, creating it (``PullMessageProcessor.processRequest``
+    via ``SubscriptionGroupManager.findSubscriptionGroupConfig``, ``autoCreateSubscriptionGroup``). The
+    pull asks for one message at ``offset`` with its own subscription and is not held; its answer is
+    not used.
+    """
     data = ConsumerData(
         group_name=group,
         consume_type=ConsumeType.CONSUME_ACTIVELY,
@@ -230,6 +242,11 @@ async def _declare_group(api: RemotingApi, address: str, group: str) -> None:
     )
     await api.heartbeat(address, HeartbeatData(client_id=COMMIT_CLIENT_ID, consumer_data_set=(data,)))
     await api.unregister_client(address, COMMIT_CLIENT_ID, consumer_group=group)
+    header = pull_request_header(
+        group, queue, offset=offset, max_msgs=1, expression_type="TAG", subscription="*"
+    )
+    with contextlib.suppress(RocketMQError):  # the commit after it says whether the group exists
+        await api.pull_message(address, header, timeout=api.timeout)
 
 
 async def commit_group_offsets(
@@ -238,15 +255,16 @@ async def commit_group_offsets(
     """Store ``(address, queue, offset)`` as ``group``'s consumer offsets (UPDATE_CONSUMER_OFFSET).
 
     A broker refuses offsets of a group it does not know (5.x, SUBSCRIPTION_GROUP_NOT_EXIST); the
-    group is then declared with one heartbeat, as a Java consumer would on start, and the update retried.
+    group is then declared on that broker (:func:`_declare_group`) and the update retried. Brokers
+    are told apart by name: through a Proxy one address serves them all.
     """
-    declared: set[str] = set()
+    declared: set[tuple[str, str]] = set()
     for address, q, offset in offsets:
         try:
             await api.update_consumer_offset(address, group, q.topic, q.queue_id, offset, q.broker_name)
         except SubscriptionGroupNotExist:
-            if address in declared:
+            if (address, q.broker_name) in declared:
                 raise
-            declared.add(address)
-            await _declare_group(api, address, group)
+            declared.add((address, q.broker_name))
+            await _declare_group(api, address, group, q, offset)
             await api.update_consumer_offset(address, group, q.topic, q.queue_id, offset, q.broker_name)

@@ -7,7 +7,8 @@ master, else a slave; the group's registered subscription; the broker holds the 
 15 s when nothing is there), and act on the answer as
 :func:`~rocketmq_py.consumer._pull_result.next_pull_action` decided: cache and hand over what was
 found, correct the offset, or drop the queue when its offset is illegal (its corrected offset is
-committed a moment later and the queue is allocated again).
+committed a moment later and the queue is allocated again). A pull refused because the broker lost
+the group's subscription (it, or a Proxy in front of it, restarted) brings a heartbeat at once.
 """
 
 from __future__ import annotations
@@ -83,6 +84,8 @@ async def pull_loop(
             broker_id = pulled.broker_id
             action, msgs = pulled.action, pulled.msgs
             if action is None:
+                if pulled.registration_lost:  # register again now, not at the next heartbeat (30 s)
+                    runtime.instance.heartbeat_soon()
                 await trio.sleep(pulled.retry_delay_ms / 1000)
                 continue
             fresh = pq.add_messages(msgs) if action.dispatch else []

@@ -37,7 +37,7 @@ from rocketmq_py.consumer._pull_result import (
     process_found_messages,
     pull_error_delay_ms,
 )
-from rocketmq_py.errors import RocketMQError
+from rocketmq_py.errors import RocketMQError, SubscriptionNotExist, SubscriptionNotLatest
 from rocketmq_py.protocol import (
     MessageExt,
     MessageQueue,
@@ -66,6 +66,9 @@ class PullOnce:
         result: the answer's status and offsets (``None`` without one).
         msgs: FOUND: the messages that passed the filter, in queue order.
         started: ``trio.current_time()`` just before the request was sent (0 when none was).
+        registration_lost: the broker refused the pull because it knows no (current) subscription
+            of the group for the topic (SUBSCRIPTION_NOT_EXIST / SUBSCRIPTION_NOT_LATEST): it, or
+            the Proxy in front of it, restarted since the member's last heartbeat.
     """
 
     broker_id: int
@@ -74,6 +77,7 @@ class PullOnce:
     result: PullResult | None = None
     msgs: list[MessageExt] = field(default_factory=list)
     started: float = 0.0
+    registration_lost: bool = False
 
 
 async def pull_once(
@@ -140,7 +144,12 @@ async def pull_once(
         )
     except RocketMQError as exc:
         log.info("pull of %s from %s failed: %s", mq, found.address, exc)
-        return PullOnce(broker_id=broker_id, retry_delay_ms=pull_error_delay_ms(exc), started=started)
+        return PullOnce(
+            broker_id=broker_id,
+            retry_delay_ms=pull_error_delay_ms(exc),
+            started=started,
+            registration_lost=isinstance(exc, SubscriptionNotExist | SubscriptionNotLatest),
+        )
     action = next_pull_action(
         result,
         request_offset=offset,

@@ -8,7 +8,7 @@ import socket
 import ssl
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -204,10 +204,19 @@ class Cluster(abc.ABC):
 
     def java_bench(self, tool: str, *args: str, timeout: float | None = 600.0) -> ToolResult:
         """Run an official benchmark tool (``producer``, ``consumer``, ...) against this cluster."""
-        return run_java_bench(tool, args, namesrv=self.admin_namesrv_addr, version=self.version, timeout=timeout)
+        return run_java_bench(
+            tool, args, namesrv=self.admin_namesrv_addr, version=self.version, timeout=timeout
+        )
 
-    def create_topic(self, topic: str, queues: int = 8, *, order: bool = False) -> None:
+    def create_topic(
+        self, topic: str, queues: int = 8, *, order: bool = False, message_type: str | None = None
+    ) -> None:
         """Create (or update) ``topic`` with ``queues`` read and write queues on every master broker.
+
+        ``message_type`` (5.x: ``NORMAL``, ``FIFO``, ``DELAY``, ``TRANSACTION``) is the topic's
+        ``message.type`` attribute (``mqadmin updateTopic -a +message.type=DELAY``): a 5.x Proxy
+        refuses a delay or transactional message for a topic of another type; brokers do not check
+        it. 4.x brokers have no topic attributes, so it is not sent to them.
 
         What ``mqadmin updateTopic -c <cluster>`` does, without starting a JVM: UPDATE_AND_CREATE_TOPIC
         (code 17) to each master the NameServer lists, and for an order topic its ``broker:queues;...``
@@ -227,6 +236,8 @@ class Cluster(abc.ABC):
         if not masters:
             raise ClusterError(f"the NameServer {self.admin_namesrv_addr} lists no master broker")
         header = topic_header(topic, queues, perm=PERM_READ | PERM_WRITE, order=order)
+        if message_type is not None and not self.version.startswith("4."):
+            header = replace(header, attributes=f"+message.type={message_type}")
         for name in sorted(masters):
             self._update_topic(masters[name], header)
         if order:
@@ -266,7 +277,9 @@ class Cluster(abc.ABC):
         deadline = time.monotonic() + timeout
         reregister_at = time.monotonic() + ROUTE_REREGISTER_AFTER
         while True:
-            stale = stale_brokers(topic_route(self.admin_namesrv_addr, topic, ssl_context=self.ssl_context), wanted)
+            stale = stale_brokers(
+                topic_route(self.admin_namesrv_addr, topic, ssl_context=self.ssl_context), wanted
+            )
             if not stale:
                 return
             now = time.monotonic()

@@ -62,13 +62,16 @@ def no_tls_file(workdir: Path) -> Path:
 def proxy_config(cluster_name: str, namesrv: str, remoting_port: int, grpc_port: int) -> dict[str, object]:
     """A Proxy's ``rmq-proxy.json`` (Java ``ProxyConfig``): cluster mode in front of ``cluster_name``,
     whose routes it reads from ``namesrv``; clients reach it on ``remoting_port`` (the remoting
-    protocol, as a NameServer and broker in one) and ``grpc_port``."""
+    protocol, as a NameServer and broker in one) and ``grpc_port``. Its routes name it by
+    ``localServeAddr``, which is the machine's first network address unless set: loopback here, as
+    every address of the kit's clusters."""
     return {
         "rocketMQClusterName": cluster_name,
         "namesrvAddr": namesrv,
         "remotingListenPort": remoting_port,
         "grpcServerPort": grpc_port,
         "proxyMode": "cluster",
+        "localServeAddr": "127.0.0.1",
     }
 
 

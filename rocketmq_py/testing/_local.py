@@ -28,7 +28,6 @@ import contextlib
 import functools
 import logging
 import os
-import re
 import shutil
 import signal
 import tempfile
@@ -37,7 +36,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from rocketmq_py.errors import ClusterError, RocketMQError
+from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._acl import (
     Credentials,
     acl_broker_config,
@@ -45,7 +44,7 @@ from rocketmq_py.testing._acl import (
     write_tools_credentials,
 )
 from rocketmq_py.testing._broker_relay import RELAYED_BROKER_HOST, relay_problem, start_broker_relay
-from rocketmq_py.testing._cluster import BrokerInfo, Cluster, _call, broker_names
+from rocketmq_py.testing._cluster import BrokerInfo, Cluster, broker_names
 from rocketmq_py.testing._distribution import (
     DEFAULT_VERSION,
     resolve_proxy,
@@ -61,6 +60,7 @@ from rocketmq_py.testing._processes import (
     process_start_time,
     wait_for_line,
 )
+from rocketmq_py.testing._registration import NAMESRV_REREGISTER_TIMEOUT, ask_to_register, await_registration
 from rocketmq_py.testing._relay import TcpRelay
 from rocketmq_py.testing._settings import (
     REGISTER_PERIOD_MS,
@@ -71,6 +71,7 @@ from rocketmq_py.testing._settings import (
 from rocketmq_py.testing._tls import TlsFiles, make_tls_files
 
 __all__ = [
+    "NAMESRV_REREGISTER_TIMEOUT",
     "REGISTER_PERIOD_MS",
     "SLAVE_SUFFIX",
     "LocalCluster",
@@ -81,11 +82,8 @@ __all__ = [
 
 #: A slave's node name is its broker name plus this (``broker-b-slave``): the name its faults take.
 SLAVE_SUFFIX = "-slave"
-#: Seconds :meth:`LocalCluster.start_namesrv` waits for every running broker to register again.
-NAMESRV_REREGISTER_TIMEOUT = 60.0
 #: Seconds after boot before a broker that has not registered is asked to (see ``start``).
 BOOT_REGISTER_GRACE = 2.0
-_PERMISSION = re.compile(r"^brokerPermission=(\d+)$", re.MULTILINE)
 
 log = logging.getLogger(__name__)
 
@@ -436,44 +434,19 @@ class LocalCluster(Cluster):
         self._await_registration(ask_after=REGISTER_PERIOD_MS / 1000 + 3.0)
 
     def _await_registration(self, ask_after: float) -> None:
-        """Wait until the NameServer lists every running broker; ask those still missing after
-        ``ask_after`` seconds to register now (their own ``brokerPermission`` written back: 4.x and
-        5.x brokers register with every NameServer on that change), then every 3 s.
+        """Wait until the NameServer lists every running broker (:func:`await_registration`).
 
         Raises:
             ClusterError: a running broker is still missing after :data:`NAMESRV_REREGISTER_TIMEOUT`.
         """
-        deadline = time.monotonic() + NAMESRV_REREGISTER_TIMEOUT
-        ask_at = time.monotonic() + ask_after
-        missing = self.missing_members()
-        while missing:
-            now = time.monotonic()
-            if now > deadline:
-                self.wait_until_registered(timeout=0.0)  # raises, naming the missing brokers
-            if now >= ask_at:
-                log.info(
-                    "brokers %s not registered with %s after %.0f s; asking them to register",
-                    ", ".join(f"{b.name}/{b.broker_id}" for b in missing),
-                    self.admin_namesrv_addr,
-                    ask_after,
-                )
-                for broker in missing:
-                    self._ask_to_register(broker)
-                ask_at = now + 3.0
-            time.sleep(0.2)
-            missing = self.missing_members()
-
-    def _ask_to_register(self, broker: BrokerInfo) -> None:
-        """Make ``broker`` register with the NameServer now; errors are left for the next try."""
-        from rocketmq_py.protocol._codes import RequestCode
-
-        call = functools.partial(_call, ssl_context=self.ssl_context, credentials=self.credentials)
-        with contextlib.suppress(OSError, RocketMQError):
-            code, body = call(broker.address, RequestCode.GET_BROKER_CONFIG)
-            found = _PERMISSION.search(body.decode("utf-8", "replace")) if code == 0 else None
-            if found is not None:
-                update = f"brokerPermission={found.group(1)}\n".encode()
-                call(broker.address, RequestCode.UPDATE_BROKER_CONFIG, body=update, timeout=10.0)
+        ask = functools.partial(ask_to_register, ssl_context=self.ssl_context, credentials=self.credentials)
+        await_registration(
+            self.missing_members,
+            ask,
+            lambda: self.wait_until_registered(timeout=0.0),  # raises, naming the missing brokers
+            namesrv=self.admin_namesrv_addr,
+            ask_after=ask_after,
+        )
 
     def broker_running(self, name: str) -> bool:
         """Whether the node's JVM is running (a paused one counts as running)."""

@@ -52,6 +52,7 @@ def start_cluster(
     slaves: Sequence[str] = (),
     relay: bool = False,
     proxy: bool = False,
+    clients_via_proxy: bool = False,
 ) -> Cluster:
     """Start (or attach to) a RocketMQ cluster and return it; use it as a context manager to stop it.
 
@@ -67,6 +68,8 @@ def start_cluster(
             ``cluster.block_broker(name)`` can black-hole one (no root needed).
         proxy: (jar backend, 5.x) a Proxy in cluster mode in front of the cluster:
             ``cluster.client_options(proxy=True)`` connects through it.
+        clients_via_proxy: (with ``proxy``) ``cluster.namesrv_addr`` and ``cluster.client_options()``
+            give the Proxy, so code written for a plain cluster runs through it.
 
     ``cluster.client_options()`` then gives what a client needs to connect (ACL keys, TLS context).
 
@@ -75,7 +78,7 @@ def start_cluster(
     """
     version = version or os.environ.get("ROCKETMQ_VERSION") or DEFAULT_VERSION
     chosen = choose_backend(backend)
-    if chosen != "jar" and (acl or tls or slaves or relay or proxy):
+    if chosen != "jar" and (acl or tls or slaves or relay or proxy or clients_via_proxy):
         raise ClusterError(
             f"ACL, TLS, slaves, the relay and the Proxy are only set up by the jar backend, not {chosen}"
         )
@@ -98,4 +101,5 @@ def start_cluster(
         slaves=slaves,
         relay=relay,
         proxy=proxy,
+        clients_via_proxy=clients_via_proxy,
     ).start()

@@ -231,6 +231,49 @@ async def test_commit_declares_an_unknown_group_first(fakes: Fakes) -> None:
     assert len(fakes.a.requests(RequestCode.HEART_BEAT)) == 1
 
 
+async def test_commit_through_a_proxy_declares_the_group_with_a_pull_per_broker(fakes: Fakes) -> None:
+    """Through a 5.x Proxy one address serves every broker and heartbeats stay in the Proxy, so the
+    group is declared with a pull, once per broker. A broker creates a group on the first check of
+    any PULL_MESSAGE (``PullMessageProcessor.processRequest`` calls
+    ``SubscriptionGroupManager.findSubscriptionGroupConfig``, which creates it with
+    ``autoCreateSubscriptionGroup``); the real twin is ``test_spark_stream`` in ``make proxy``."""
+    known: set[tuple[str, str]] = set()  # (group, broker name) the "brokers behind" know
+    pull = fakes.a._handlers[RequestCode.PULL_MESSAGE]
+    update = fakes.a._handlers[RequestCode.UPDATE_CONSUMER_OFFSET]
+
+    async def on_pull(request: RemotingCommand) -> RemotingCommand | None:
+        header = from_ext_fields(PullMessageRequestHeader, request.ext_fields)
+        known.add((header.consumer_group, header.broker_name or ""))
+        return await pull(request)
+
+    async def on_update(request: RemotingCommand) -> RemotingCommand | None:
+        header = from_ext_fields(UpdateConsumerOffsetRequestHeader, request.ext_fields)
+        if (header.consumer_group, header.broker_name or "") not in known:
+            raise broker_error_for(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"Group {header.consumer_group} not exist!"
+            )
+        return await update(request)
+
+    fakes.a.on(RequestCode.PULL_MESSAGE, on_pull)
+    fakes.a.on(RequestCode.UPDATE_CONSUMER_OFFSET, on_update)
+    commits = [
+        (fakes.a.address, MessageQueue(TOPIC, broker, q), 10 + q)
+        for broker in ("broker-a", "broker-b")
+        for q in (0, 1)
+    ]
+    await commit_group_offsets(fakes.api, "cg-spark", commits)
+    assert known == {("cg-spark", "broker-a"), ("cg-spark", "broker-b")}
+    assert fakes.a.consumer_offsets == {("cg-spark", TOPIC, 0): 10, ("cg-spark", TOPIC, 1): 11}
+    pulls = [
+        from_ext_fields(PullMessageRequestHeader, c.ext_fields)
+        for c in fakes.a.requests(RequestCode.PULL_MESSAGE)
+    ]
+    assert [(h.broker_name, h.queue_offset, h.max_msg_nums, h.suspend_timeout_millis) for h in pulls] == [
+        ("broker-a", 10, 1, 0),
+        ("broker-b", 10, 1, 0),
+    ]
+
+
 def fakes_groups(request: RemotingCommand) -> set[str]:
     return {c.group_name for c in decode_body(HeartbeatData, request.body).consumer_data_set}
 

@@ -91,6 +91,7 @@ def test_a_proxy_runs_in_cluster_mode_from_its_own_jars_with_its_json_config(
         "remotingListenPort": 18080,
         "grpcServerPort": 18081,
         "proxyMode": "cluster",
+        "localServeAddr": "127.0.0.1",
     }
     assert (proc.name, proc.cwd, proc.log_path) == ("proxy", node, node / "stdout.log")
     assert proc.argv[1 : 1 + len(PROXY_HEAP)] == PROXY_HEAP

@@ -7,6 +7,9 @@ made with the cluster's own certificate. The broker's registration with the Name
 
 A client on the wrong side of TLS must fail fast with our ConnectionFailed (the transport may say
 TlsMismatch, a subclass), not hang until a timeout.
+
+The Spark connector writes and reads over TLS with its ``tls`` / ``tlsCaFile`` options, trusting the
+cluster's CA file (``<workdir>/tls/ca.pem``, which ``up --tls`` prints too).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,6 +27,9 @@ from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import ConnectionFailed, RouteNotFound
 from rocketmq_py.protocol import RemotingCommand, RequestCode
 from rocketmq_py.testing import Cluster, LocalCluster
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: A mismatch must be reported within this many seconds (a hang would run into the call timeout).
 MISMATCH_BOUND = 10.0
@@ -113,3 +120,32 @@ async def test_tls_client_against_a_plaintext_cluster_fails_fast(
             )
         assert isinstance(error, ConnectionFailed), repr(error)
         assert seconds < MISMATCH_BOUND, (address, seconds)
+
+
+def test_spark_writes_and_reads_over_tls(tls_cluster: LocalCluster, spark: SparkSession) -> None:
+    import spark_connector  # the spark extra: imported here so that the other tests run without it
+
+    cluster = tls_cluster
+    spark_connector.register(spark)
+    topic = new_topic(cluster, 2, prefix="tls-spark")
+    tls = {"tls": "true", "tlsCaFile": str(cluster.workdir / "tls" / "ca.pem")}
+    n = 50
+    df = spark.createDataFrame([(f"row-{i}".encode(),) for i in range(n)], "body binary")
+    (
+        df.write.format("rocketmq")
+        .mode("append")
+        .option("namesrv", cluster.namesrv_addr)
+        .option("topic", topic)
+        .options(**tls)
+        .save()
+    )
+    rows = (
+        spark.read.format("rocketmq")
+        .option("namesrv", cluster.namesrv_addr)
+        .option("topic", topic)
+        .options(**tls)
+        .load()
+        .select("body")
+        .collect()
+    )
+    assert sorted(bytes(r.body) for r in rows) == sorted(f"row-{i}".encode() for i in range(n))

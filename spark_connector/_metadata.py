@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, Final, TypeVar
 
 import trio
 
@@ -38,6 +38,7 @@ from rocketmq_py.protocol import (
     MessageModel,
     MessageQueue,
     RequestCode,
+    SerializeType,
     TopicRouteData,
     namespace_of,
     parse_fastjson,
@@ -52,7 +53,9 @@ __all__ = [
     "commit_group_offsets",
     "connection_pool",
     "list_topics",
+    "pool_keywords",
     "queue_states",
+    "reader_api",
     "resolve_topics",
     "route",
     "run_with_api",
@@ -65,11 +68,40 @@ T = TypeVar("T")
 _PLANNING_CONCURRENCY = 16
 
 
-def connection_pool(options: ReadOptions) -> ConnectionPool:
-    """A pool that signs every request with the options' ACL credentials, if any."""
+#: The ``ClientConfig`` keywords a reader takes under ``client.``, by the pool's name for each.
+_POOL_KEYWORDS: Final = {
+    "serialize_type": "serialize_type",
+    "close_connection_on_timeout": "close_on_timeout",
+}
+
+
+def pool_keywords(options: ReadOptions) -> dict[str, Any]:
+    """The keyword arguments of the :class:`ConnectionPool` of every reader client (planning on the
+    driver, pulls on the executors, offset commits): the ACL signing hook with the security token,
+    the TLS context (built now, its files read) and the ``client.`` options.
+
+    Raises:
+        SparkOptionError: a TLS file does not load (naming its option).
+    """
+    client = options.client
+    hooks = []
     if options.access_key is not None and options.secret_key is not None:
-        return ConnectionPool(hooks=[AclRPCHook(options.access_key, options.secret_key)])
-    return ConnectionPool()
+        hooks.append(AclRPCHook(options.access_key, options.secret_key, client.security_token))
+    keywords: dict[str, Any] = {"hooks": hooks, "ssl_context": client.ssl_context()}
+    for name, value in client.keywords.items():
+        keywords[_POOL_KEYWORDS[name]] = value
+    return keywords
+
+
+def connection_pool(options: ReadOptions) -> ConnectionPool:
+    """A pool with the options' ACL signing, TLS and client settings (see :func:`pool_keywords`)."""
+    return ConnectionPool(**pool_keywords(options))
+
+
+def reader_api(pool: ConnectionPool, options: ReadOptions) -> RemotingApi:
+    """The reader's calls over ``pool``: ``pullTimeoutMs`` each, headers as ``client.serializeType``."""
+    serialize_type = options.client.keywords.get("serialize_type", SerializeType.JSON)
+    return RemotingApi(pool, timeout=options.pull_timeout, serialize_type=serialize_type)
 
 
 def run_with_api(options: ReadOptions, fn: Callable[[RemotingApi], Awaitable[T]]) -> T:
@@ -80,7 +112,7 @@ def run_with_api(options: ReadOptions, fn: Callable[[RemotingApi], Awaitable[T]]
 
     async def main() -> T:
         async with connection_pool(options) as pool:
-            return await fn(RemotingApi(pool, timeout=options.pull_timeout))
+            return await fn(reader_api(pool, options))
 
     try:
         return trio.run(main)

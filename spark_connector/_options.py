@@ -11,7 +11,9 @@ holds the plain name again.
 
 ``accessKey`` / ``secretKey`` sign every request for a broker with ACL on (reader and writer; give
 both or neither). The secret is kept out of reprs and error messages; Spark itself redacts option
-values whose key contains "secret" in plans and its UI.
+values whose key contains "secret" in plans and its UI. ``securityToken``, the ``tls`` options and
+the ``client.`` options are parsed by :mod:`spark_connector._client_options` into the
+:class:`~spark_connector._client_options.ClientSettings` of every client the connector builds.
 
 Offset specifications (``startingOffsets``, ``endingOffsets``) are ``earliest``, ``latest`` or JSON
 ``{"topic": {"broker": {"queueId": offset}}}``, where offset ``-2`` means earliest and ``-1``
@@ -40,6 +42,12 @@ from rocketmq_py.lowlevel import (
     validate_topic,
 )
 from rocketmq_py.protocol import build_subscription_data, validate_namespace, wrap_name
+from spark_connector._client_options import (
+    CLIENT_PREFIX,
+    CONNECTION_OPTIONS,
+    ClientSettings,
+    parse_client_settings,
+)
 from spark_connector._errors import SparkOptionError
 
 __all__ = [
@@ -107,6 +115,7 @@ class ReadOptions:
             when set. The secret is not in the repr.
         namespace: the topics' namespace (``None``: none); :attr:`topics`, the offset
             specifications and :attr:`commit_to_group` hold the wrapped names the brokers use.
+        client: ``securityToken``, TLS and the ``client.`` options of every connection.
     """
 
     namesrv: tuple[str, ...]
@@ -128,6 +137,7 @@ class ReadOptions:
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     namespace: str | None = None
+    client: ClientSettings = field(default_factory=ClientSettings)
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -159,6 +169,7 @@ _NAMES: Final = {
         "accessKey",
         "secretKey",
         "namespace",
+        *CONNECTION_OPTIONS,
     )
 }
 
@@ -390,7 +401,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         raise SparkOptionError(
             "maxRecordsPerBatch", "is for streaming reads only (see maxRecordsPerPartition)"
         )
-    extra = {k: v for k, v in lowered.items() if k not in _NAMES}
+    extra = {k: v for k, v in lowered.items() if k not in _NAMES and not k.startswith(CLIENT_PREFIX)}
     access_key, secret_key = parse_credentials(lowered)
     namespace = parse_namespace(lowered)
     return ReadOptions(
@@ -414,6 +425,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         access_key=access_key,
         secret_key=secret_key,
         namespace=namespace,
+        client=parse_client_settings(lowered, "reader", signed=access_key is not None),
         extra=extra,
     )
 
@@ -445,6 +457,8 @@ class SinkOptions:
     #: Write a trace record of every send (``enableTrace``), to ``trace_topic`` (``traceTopic``).
     enable_trace: bool = False
     trace_topic: str | None = None
+    #: ``securityToken``, TLS and the ``client.`` options of the producers.
+    client: ClientSettings = field(default_factory=ClientSettings)
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -483,6 +497,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         namespace=parse_namespace(lowered),
         enable_trace=_bool(lowered, "enableTrace", False),
         trace_topic=_trace_topic(lowered),
+        client=parse_client_settings(lowered, "writer", signed=access_key is not None),
     )
 
 

@@ -59,7 +59,7 @@ from spark_connector._columns import (
     record_starts,
 )
 from spark_connector._errors import DataLossError
-from spark_connector._metadata import broker_addresses, connection_pool, route
+from spark_connector._metadata import broker_addresses, connection_pool, reader_api, route
 from spark_connector._options import ReadOptions
 from spark_connector._planning import QueueRange, RocketMQPartition
 from spark_connector._schema import ALL_COLUMNS, Projection
@@ -289,7 +289,7 @@ async def _produce(
                 nursery.start_soon(one, r)
 
     async with connection_pool(options) as pool:
-        await run(RemotingApi(pool, timeout=options.pull_timeout))
+        await run(reader_api(pool, options))
 
 
 def plain_topics(batch: pa.RecordBatch, namespace: str) -> pa.RecordBatch:

@@ -13,7 +13,8 @@ Columns (names case-insensitive; other columns are ignored, as Spark's Kafka sin
 
 Options (values are strings): ``namesrv`` (required), ``topic``, ``producerGroup``,
 ``deterministicKeys`` (see below), ``writeId``, ``sendTimeoutMs``, ``maxInFlight``, ``batchSize``,
-``maxMessageSize``, ``accessKey`` / ``secretKey`` (ACL; both or neither).
+``maxMessageSize``, ``accessKey`` / ``secretKey`` (ACL; both or neither), ``securityToken``, the
+``tls`` options and the ``client.`` options (:func:`producer_keywords`).
 
 A task (one ``trio.run``) keeps up to ``maxInFlight`` send requests in flight. Rows without a
 sharding key and without a delay are grouped into batch sends per topic (Java's rules forbid delays
@@ -82,6 +83,7 @@ __all__ = [
     "effective_batch_size",
     "parse_sink_options",
     "plan_columns",
+    "producer_keywords",
     "row_to_message",
     "send_messages",
 ]
@@ -237,6 +239,29 @@ def effective_batch_size(options: SinkOptions) -> int:
 # --- sending ---------------------------------------------------------------------------------------
 
 
+def producer_keywords(options: SinkOptions) -> dict[str, Any]:
+    """The keyword arguments (after the group) of every task's :class:`Producer`: the connector's
+    own options, the security token, the TLS context (built now, its files read) and the
+    ``client.`` options.
+
+    Raises:
+        SparkOptionError: a TLS file does not load (naming its option).
+    """
+    return {
+        "namesrv": options.namesrv,
+        "send_timeout": options.send_timeout,
+        "max_message_size": options.max_message_size,
+        "access_key": options.access_key,
+        "secret_key": options.secret_key,
+        "security_token": options.client.security_token,
+        "ssl_context": options.client.ssl_context(),
+        "namespace": options.namespace,
+        "enable_trace": options.enable_trace,
+        "trace_topic": options.trace_topic,
+        **options.client.keywords,
+    }
+
+
 def _describe(chunk: Chunk) -> str:
     first, last = chunk.first_index, chunk.last_index
     rows = f"row {last}" if len(chunk.messages) == 1 else f"rows {first}..{last}"
@@ -324,17 +349,7 @@ class _SinkBase:
 
     async def _write_async(self, rows: Iterator[Any], scope: str, partition_id: int) -> SendCounts:
         opts = self.sink_options
-        async with Producer(
-            opts.producer_group,
-            namesrv=opts.namesrv,
-            send_timeout=opts.send_timeout,
-            max_message_size=opts.max_message_size,
-            access_key=opts.access_key,
-            secret_key=opts.secret_key,
-            namespace=opts.namespace,
-            enable_trace=opts.enable_trace,
-            trace_topic=opts.trace_topic,
-        ) as producer:
+        async with Producer(opts.producer_group, **producer_keywords(opts)) as producer:
             return await send_messages(
                 producer,
                 self._messages(rows, scope, partition_id),

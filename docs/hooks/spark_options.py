@@ -3,10 +3,19 @@
 The options are read in ``spark_connector/_options.py`` by ``parse_read_options`` and
 ``parse_sink_options``, each through small helpers (``_get``, ``_int``, ``_bool`` with the
 option's documented name, and functions such as ``_namesrv`` or ``parse_credentials`` that call
-them). No single table declares them, so the guide's tables are written by hand, and this hook
-reads the module's source (``ast``: no pyspark needed) to find every option name each parser
+them), and in ``spark_connector/_client_options.py`` (``_text``, ``_flag``: TLS, ``securityToken``).
+No single table declares them, so the guide's tables are written by hand, and this hook
+reads the modules' source (``ast``: no pyspark needed) to find every option name each parser
 reaches, and fails the build when a table between ``<!-- spark-options: reader -->`` (or
 ``writer``) and ``<!-- /spark-options -->`` lists one more or one less.
+
+The ``client.`` options are declared in ``_client_options.py``, one ``_Offered(name, keyword,
+parser, reader=..., writer=...)`` each, and those not offered one ``_Refused(name, reader=reason,
+writer=reason)`` each. A table between ``<!-- spark-client-options -->`` and
+``<!-- /spark-client-options -->`` must list each offered option once, as
+``| `name` | yes or blank (reader) | yes or blank (writer) | `keyword` | ...``; one between
+``<!-- spark-client-refused -->`` and ``<!-- /spark-client-refused -->`` each refused one once, as
+``| `name`, `name` | reason or blank (reader) | reason or blank (writer) |``.
 
 The same for the columns: a table between ``<!-- spark-columns -->`` and
 ``<!-- /spark-columns -->`` must list the columns of ``SCHEMA_DDL`` (``spark_connector/_schema.py``)
@@ -23,24 +32,34 @@ from typing import Any
 from mkdocs.exceptions import PluginError
 
 SOURCE = Path(__file__).resolve().parents[2] / "spark_connector" / "_options.py"
+CLIENT_SOURCE = SOURCE.with_name("_client_options.py")
 SCHEMA_SOURCE = SOURCE.with_name("_schema.py")
 #: The parser function behind each table.
 PARSERS = {"reader": "parse_read_options", "writer": "parse_sink_options"}
 #: The helpers whose second argument is an option's name.
-_READERS = frozenset({"_get", "_int", "_bool"})
+_READERS = frozenset({"_get", "_int", "_bool", "_text", "_flag"})
 _TABLE = re.compile(r"<!-- spark-options: (?P<name>\w+) -->\n(?P<body>.*?)<!-- /spark-options -->", re.DOTALL)
 _ROW_NAME = re.compile(r"^\|\s*`(?P<option>[A-Za-z]+)`", re.MULTILINE)
 _COLUMNS = re.compile(r"<!-- spark-columns -->\n(?P<body>.*?)<!-- /spark-columns -->", re.DOTALL)
 _COLUMN_ROW = re.compile(r"^\|\s*`(?P<name>\w+)`\s*\|\s*`(?P<type>[^`]+)`", re.MULTILINE)
+_CLIENT_TABLE = re.compile(
+    r"<!-- spark-client-options -->\n(?P<body>.*?)<!-- /spark-client-options -->", re.DOTALL
+)
+_REFUSED_TABLE = re.compile(
+    r"<!-- spark-client-refused -->\n(?P<body>.*?)<!-- /spark-client-refused -->", re.DOTALL
+)
+_BACKTICKED = re.compile(r"`([^`]+)`")
 
 
 def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
-def options_read_by(function: str, source: Path = SOURCE) -> set[str]:
-    """Every option name ``function`` of ``source`` reads, directly or through the module's functions."""
-    functions = _functions(ast.parse(source.read_text(), str(source)))
+def options_read_by(function: str, sources: tuple[Path, ...] = (SOURCE, CLIENT_SOURCE)) -> set[str]:
+    """Every option name ``function`` reads, directly or through the functions of ``sources``."""
+    functions: dict[str, ast.FunctionDef] = {}
+    for source in sources:
+        functions.update(_functions(ast.parse(source.read_text(), str(source))))
     found: set[str] = set()
     seen: set[str] = set()
 
@@ -60,6 +79,103 @@ def options_read_by(function: str, source: Path = SOURCE) -> set[str]:
 
     visit(function)
     return found
+
+
+def _declarations(kind: str, source: Path) -> list[tuple[list[str], ast.Call]]:
+    """``(its leading string arguments, the call)`` of every ``kind(...)`` call in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source.read_text(), str(source))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == kind:
+            strings = []
+            for arg in node.args:
+                if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
+                    break
+                strings.append(arg.value)
+            if strings:
+                found.append((strings, node))
+    return found
+
+
+def _keyword(call: ast.Call, name: str) -> ast.expr | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _is_true(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _given(node: ast.expr | None) -> bool:
+    return node is not None and not (isinstance(node, ast.Constant) and node.value is None)
+
+
+def client_options(source: Path = CLIENT_SOURCE) -> dict[str, tuple[str, bool, bool]]:
+    """``{name: (keyword, reader, writer)}`` of every ``_Offered`` ``client.`` option."""
+    found = {}
+    for strings, call in _declarations("_Offered", source):
+        if len(strings) < 2:
+            raise PluginError(f"{source}: _Offered({strings[0]!r}, ...) names no client keyword")
+        found[strings[0]] = (
+            strings[1],
+            _is_true(_keyword(call, "reader")),
+            _is_true(_keyword(call, "writer")),
+        )
+    return found
+
+
+def refused_options(source: Path = CLIENT_SOURCE) -> dict[str, tuple[bool, bool]]:
+    """``{name: (refused by the reader, refused by the writer)}`` of every ``_Refused`` one."""
+    return {
+        strings[0]: (_given(_keyword(call, "reader")), _given(_keyword(call, "writer")))
+        for strings, call in _declarations("_Refused", source)
+    }
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def _table_rows(body: str) -> list[list[str]]:
+    """The cells of each row of a Markdown table, header and rule left out."""
+    rows = [_cells(line) for line in body.splitlines() if line.startswith("|")]
+    return [row for row in rows[2:] if row]
+
+
+def _check_client_tables(markdown: str, where: str) -> None:
+    for table in _CLIENT_TABLE.finditer(markdown):
+        listed: dict[str, tuple[str, bool, bool]] = {}
+        for row in _table_rows(table.group("body")):
+            names, keywords = _BACKTICKED.findall(row[0]), _BACKTICKED.findall(row[3]) if len(row) > 3 else []
+            if len(names) != 1 or len(keywords) != 1 or names[0] in listed:
+                raise PluginError(
+                    f"{where}: client options row {row!r}: one `name`, one `keyword`, once each"
+                )
+            listed[names[0]] = (keywords[0], row[1] == "yes", row[2] == "yes")
+        if listed != client_options():
+            raise PluginError(
+                f"{where}: the client options table differs from the _Offered declarations in "
+                f"spark_connector/_client_options.py: {_differences(listed, client_options())}"
+            )
+    for table in _REFUSED_TABLE.finditer(markdown):
+        refused: dict[str, tuple[bool, bool]] = {}
+        for row in _table_rows(table.group("body")):
+            for name in _BACKTICKED.findall(row[0]):
+                if name in refused or len(row) < 3:
+                    raise PluginError(
+                        f"{where}: refused client options row {row!r}: a name twice, or no reasons"
+                    )
+                refused[name] = (bool(row[1]), bool(row[2]))
+        if refused != refused_options():
+            raise PluginError(
+                f"{where}: the refused client options table differs from the _Refused declarations in "
+                f"spark_connector/_client_options.py: {_differences(refused, refused_options())}"
+            )
+
+
+def _differences(listed: dict[str, Any], code: dict[str, Any]) -> str:
+    missing = sorted(set(code) - set(listed))
+    extra = sorted(set(listed) - set(code))
+    changed = sorted(name for name in set(code) & set(listed) if code[name] != listed[name])
+    return f"missing: {missing or 'none'}; not in the code: {extra or 'none'}; differing: {changed or 'none'}"
 
 
 def schema_columns(source: Path = SCHEMA_SOURCE) -> list[tuple[str, str]]:
@@ -94,6 +210,7 @@ def check_tables(markdown: str, where: str) -> None:
                 f"(missing: {missing or 'none'}; not read by {PARSERS[name]}: {extra or 'none'}; "
                 f"listed twice: {repeated or 'none'})"
             )
+    _check_client_tables(markdown, where)
     for table in _COLUMNS.finditer(markdown):
         listed_columns = [
             (m.group("name"), m.group("type")) for m in _COLUMN_ROW.finditer(table.group("body"))

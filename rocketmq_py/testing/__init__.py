@@ -4,7 +4,9 @@
 (local JVMs), the ``apache/rocketmq`` Docker image, or an external cluster named by
 ``ROCKETMQ_NAMESRV``. The local JVMs also come in production shapes: ACL on, TLS enforced, masters
 with slaves (``start_cluster(acl=True, tls=True, slaves=["broker-b"])``), and
-``cluster.client_options()`` connects a client to any of them. ``python -m rocketmq_py.testing up|status|down|mqadmin|java-bench`` does the
+``cluster.client_options()`` connects a client to any of them; :class:`ControllerCluster`
+(``start_cluster(controller=True)``) is a 5.x controller-mode group, a master and two slaves that
+elect their master. ``python -m rocketmq_py.testing up|status|down|mqadmin|java-bench`` does the
 same from a shell, and ``record`` puts a recording proxy between a client and a server.
 :class:`FakeBroker` is an in-process broker built from our codec, for deterministic tests of timing
 and faults (never a stand-in for the real broker in a compatibility claim).
@@ -22,6 +24,8 @@ from rocketmq_py.testing._cluster import (
     cluster_members,
     topic_route,
 )
+from rocketmq_py.testing._controller import ReplicaInfo
+from rocketmq_py.testing._controller_cluster import ControllerCluster
 from rocketmq_py.testing._distribution import (
     DEFAULT_VERSION,
     Classpath,
@@ -44,9 +48,11 @@ __all__ = [
     "BrokerInfo",
     "Classpath",
     "Cluster",
+    "ControllerCluster",
     "Credentials",
     "FakeBroker",
     "LocalCluster",
+    "ReplicaInfo",
     "SparkConnectServer",
     "SparkStandalone",
     "ToolResult",

@@ -2,9 +2,10 @@
 
 Commands::
 
-    up [--brokers N] [--version V] [--acl] [--tls] [--slave BROKER]...
+    up [--brokers N] [--version V] [--acl] [--tls] [--slave BROKER]... [--proxy]
                                      start a detached cluster; the last line is ROCKETMQ_NAMESRV=host:port
                                      (--acl prints the account, --tls the CA file clients must trust)
+    up --controller [--version V]    a 5.x controller-mode group: broker-a as a master and two slaves
     status                           what runs
     down                             stop every detached cluster (and any left by dead processes)
     fetch [--version V]              download the jars (server and benchmark tools) into the cache
@@ -68,6 +69,8 @@ def _cmd_up(args: argparse.Namespace) -> int:
     from rocketmq_py.testing._local import LocalCluster
 
     cleanup_stale()
+    if args.controller:
+        return _up_controller(args)
     plain = not (args.acl or args.tls or args.slave or args.proxy)
     for reg in _running_detached():
         same = len(reg.brokers) == args.brokers and (reg.version or DEFAULT_VERSION) == args.version
@@ -101,6 +104,26 @@ def _cmd_up(args: argparse.Namespace) -> int:
         print(f"Proxy (remoting; give it to clients as their NameServer): {cluster.proxy_addr}")
         print(f"Proxy (gRPC): {cluster.proxy_grpc_addr}")
         print(f"ROCKETMQ_PROXY={cluster.proxy_addr}")
+    return 0
+
+
+def _up_controller(args: argparse.Namespace) -> int:
+    """``up --controller``: a detached controller-mode group (no other shape goes with it)."""
+    from rocketmq_py.testing._controller_cluster import ControllerCluster
+
+    if args.acl or args.tls or args.slave or args.proxy or args.brokers != 1:
+        raise ClusterError("--controller starts one broker group of three replicas; it takes no other shape")
+    cluster = ControllerCluster(version=args.version, detached=True).start()
+    cluster.detach()
+    print(
+        f"cluster {cluster.cluster_id}: RocketMQ {args.version} controller mode, work directory {cluster.workdir}"
+    )
+    print(f"  controller (in the NameServer): {cluster.controller_addr}")
+    for node in cluster.nodes:
+        role = "master" if node == cluster.master else f"slave, id {cluster.controller_id(node)}"
+        print(f"  {node} ({role}): {cluster.node_address(node)}")
+    print("  timings: " + ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items()))
+    print(f"ROCKETMQ_NAMESRV={cluster.namesrv_addr}")
     return 0
 
 
@@ -223,6 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--slave", action="append", default=[], metavar="BROKER", help="give BROKER a slave")
     up.add_argument(
         "--proxy", action="store_true", help="a Proxy (5.x, cluster mode) in front of the cluster"
+    )
+    up.add_argument(
+        "--controller",
+        action="store_true",
+        help="(5.x) a controller-mode group instead: a NameServer with an embedded controller and "
+        "broker-a as a master and two slaves that elect their master",
     )
     up.set_defaults(func=_cmd_up)
     sub.add_parser("status", help="what runs").set_defaults(func=_cmd_status)

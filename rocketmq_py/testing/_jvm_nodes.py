@@ -95,9 +95,10 @@ class NodeLauncher:
     tls_files: TlsFiles | None
     detached: bool
 
-    def namesrv(self, port: int) -> JvmProcess:
-        """The NameServer, listening on ``port``."""
-        conf = {"listenPort": str(port)}
+    def namesrv(self, port: int, extra: Mapping[str, str] | None = None) -> JvmProcess:
+        """The NameServer, listening on ``port``; ``extra`` entries join its properties (an
+        embedded controller's, :func:`~rocketmq_py.testing._controller.namesrv_controller_config`)."""
+        conf = {"listenPort": str(port), **(extra or {})}
         return self._node("namesrv", "namesrv.properties", conf, NAMESRV_HEAP, _NAMESRV_MAIN)
 
     def broker(self, node: str, conf: Mapping[str, str]) -> JvmProcess:

@@ -53,6 +53,7 @@ def start_cluster(
     relay: bool = False,
     proxy: bool = False,
     clients_via_proxy: bool = False,
+    controller: bool = False,
 ) -> Cluster:
     """Start (or attach to) a RocketMQ cluster and return it; use it as a context manager to stop it.
 
@@ -70,6 +71,10 @@ def start_cluster(
             ``cluster.client_options(proxy=True)`` connects through it.
         clients_via_proxy: (with ``proxy``) ``cluster.namesrv_addr`` and ``cluster.client_options()``
             give the Proxy, so code written for a plain cluster runs through it.
+        controller: (jar backend, 5.x) a controller-mode group instead: a NameServer with an
+            embedded controller and one broker group ``broker-a`` of a master and two slaves that
+            elect their master (a :class:`~rocketmq_py.testing.ControllerCluster`); no other shape
+            option goes with it.
 
     ``cluster.client_options()`` then gives what a client needs to connect (ACL keys, TLS context).
 
@@ -78,10 +83,20 @@ def start_cluster(
     """
     version = version or os.environ.get("ROCKETMQ_VERSION") or DEFAULT_VERSION
     chosen = choose_backend(backend)
-    if chosen != "jar" and (acl or tls or slaves or relay or proxy or clients_via_proxy):
+    if chosen != "jar" and (acl or tls or slaves or relay or proxy or clients_via_proxy or controller):
         raise ClusterError(
-            f"ACL, TLS, slaves, the relay and the Proxy are only set up by the jar backend, not {chosen}"
+            "ACL, TLS, slaves, the relay, the Proxy and a controller-mode group are only set up by "
+            f"the jar backend, not {chosen}"
         )
+    if controller:
+        if brokers != 1 or acl or tls or slaves or relay or proxy:
+            raise ClusterError(
+                "a controller-mode group is one broker group of three replicas, without ACL, TLS, "
+                "slaves=, the relay or a Proxy"
+            )
+        from rocketmq_py.testing._controller_cluster import ControllerCluster
+
+        return ControllerCluster(version=version, detached=detached).start()
     if chosen == "external":
         from rocketmq_py.testing._external import ExternalCluster
 

@@ -78,6 +78,7 @@ def test_the_spark_session_modules_are_one_unit(pytestconfig: pytest.Config) -> 
         "integration/test_spark_read.py",
         "integration/test_spark_stream.py",
         "integration/test_spark_write.py",
+        "integration/test_tls.py",
     }
     assert work_group("integration/test_spark_cluster.py::test_x") == "integration/test_spark_cluster.py"
     assert work_group("tests/test_invalid_option.py::test_x[1]") == "tests/test_invalid_option.py"

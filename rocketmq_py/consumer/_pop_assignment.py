@@ -10,6 +10,15 @@ has no case for them), so nothing popped could be acknowledged, and its ``PullMe
 reads POP_MESSAGE as a pull. Behind such an endpoint the member therefore reads the topic as a
 group in PULL mode does, by client rebalance and pull, which the Proxy serves; the refusal is
 logged once per address and not asked again.
+
+One broker is asked per round, at random, as Java does (``RebalanceImpl.getRebalanceResultFromBroker``);
+each answers in the mode *it* stores for the group. ``mqadmin setConsumeMode -c`` sets the masters
+one after the other (``SetConsumeModeSubCommand.execute``), so for a moment they disagree, and a
+broker added later has no mode stored (PULL). An answer in a mode other than the one the member
+follows is therefore checked with the topic's other brokers: the member switches only when none
+of those that answer says otherwise; else it keeps its mode and the queues it had. (Following
+whichever broker was asked, a round to each side of a half-done switch took the member to POP and
+back, cutting the pops in flight: their messages were hidden until revived, and pulled meanwhile.)
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ import random
 from rocketmq_py.consumer._pop_rules import QUERY_ASSIGNMENT_TIMEOUT
 from rocketmq_py.consumer._push_settings import PushSettings
 from rocketmq_py.consumer._runtime import PushRuntime
-from rocketmq_py.errors import BrokerError
+from rocketmq_py.errors import BrokerError, RocketMQError
 from rocketmq_py.protocol import (
     MessageModel,
     MessageQueue,
@@ -48,6 +57,8 @@ class AssignmentQuery:
         self._runtime = runtime
         #: Addresses that answered REQUEST_CODE_NOT_SUPPORTED (a Proxy).
         self.refused: set[str] = set()
+        #: topic -> the last assignment returned, whose mode the member follows.
+        self._followed: dict[str, Assigned] = {}
 
     async def query(self, topic: str, brokers: list[tuple[str, str]]) -> Assigned:
         """``(popped, pulled)`` of ``topic``, whose brokers are ``(name, address)`` (address: the
@@ -58,6 +69,35 @@ class AssignmentQuery:
             RocketMQError: the broker could not be asked (the next round asks again).
         """
         name, address = random.choice(brokers)
+        answer = await self._ask(topic, name, address, brokers)
+        followed = self._followed.get(topic)
+        mode = _mode_of(answer)
+        kept = _mode_of(followed) if followed is not None else None
+        if followed is not None and kept is not None and mode is not None and kept is not mode:
+            for other_name, other_address in brokers:
+                if other_address == address:
+                    continue
+                try:
+                    other = _mode_of(await self._ask(topic, other_name, other_address, brokers))
+                except RocketMQError:
+                    continue  # no word from it: the others decide
+                if other not in (None, mode):
+                    log.info(
+                        "%s: %s says the group reads %s in %s mode, %s says %s (a switch under "
+                        "way): staying in %s mode",
+                        self._settings.group,
+                        name,
+                        topic,
+                        mode.name,
+                        other_name,
+                        other.name,
+                        kept.name,
+                    )
+                    return followed
+        self._followed[topic] = answer
+        return answer
+
+    async def _ask(self, topic: str, name: str, address: str, brokers: list[tuple[str, str]]) -> Assigned:
         if address in self.refused:
             return set(), self._every_broker(topic, brokers)
         settings, runtime = self._settings, self._runtime
@@ -102,3 +142,11 @@ class AssignmentQuery:
     @staticmethod
     def _every_broker(topic: str, brokers: list[tuple[str, str]]) -> set[MessageQueue]:
         return {MessageQueue(topic, name, -1) for name, _ in brokers}
+
+
+def _mode_of(assigned: Assigned) -> MessageRequestMode | None:
+    """The mode an assignment says: POP, PULL, or ``None`` when it gives this member no queue."""
+    popped, pulled = assigned
+    if popped:
+        return MessageRequestMode.POP
+    return MessageRequestMode.PULL if pulled else None

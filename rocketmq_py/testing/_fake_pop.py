@@ -8,7 +8,9 @@ misreading of the client's own:
 
 - QUERY_ASSIGNMENT gives every client all the topic's queues in the mode of :attr:`FakePop.modes`
   (POP unless a test says PULL), as a broker with ``popShareQueueNum`` -1
-  (``QueryAssignmentProcessor.doLoadBalance``).
+  (``QueryAssignmentProcessor.doLoadBalance``). The real broker lists the queues of every broker
+  of the topic, from its route (``TopicRouteInfoManager.getTopicSubscribeInfo``); the fake lists
+  its own unless :attr:`FakePop.route_queues` gives the route's.
 - POP_MESSAGE reads from the group's **consumer offset** of the queue, the same table PULL and
   UPDATE_CONSUMER_OFFSET use, and commits the offset after what it hands out at once
   (``PopMessageProcessor.getPopOffset`` and ``popMsgFromQueue``): a group switched from PULL to
@@ -116,6 +118,9 @@ class FakePop:
         self._store = store
         #: (topic, group) -> mode QUERY_ASSIGNMENT reports (default POP).
         self.modes: dict[tuple[str, str], MessageRequestMode] = {}
+        #: topic -> the queues QUERY_ASSIGNMENT lists, as the route gives them (default: this
+        #: fake's own queues of the topic).
+        self.route_queues: dict[str, list[MessageQueue]] = {}
         #: The broker's ``initPopOffsetByCheckMsgInMem`` (default true): a new group in MAX mode
         #: starts at 0 when the queue's first message is in memory (always, in the fake).
         self.init_offset_by_check_in_mem = True
@@ -161,11 +166,12 @@ class FakePop:
         config = self._store.topics.get(body.topic)
         mode = self.modes.get((body.topic, body.consumer_group), MessageRequestMode.POP)
         name = self._store.broker.broker_name
-        queues = range(config.queues) if config is not None else range(0)
+        queues = self.route_queues.get(body.topic) or [
+            MessageQueue(body.topic, name, q) for q in range(config.queues if config is not None else 0)
+        ]
         reply = QueryAssignmentResponseBody(
             message_queue_assignments=tuple(
-                MessageQueueAssignment(message_queue=MessageQueue(body.topic, name, q), mode=mode)
-                for q in queues
+                MessageQueueAssignment(message_queue=mq, mode=mode) for mq in queues
             )
         )
         return RemotingCommand.response(request, ResponseCode.SUCCESS, None, None, encode_body(reply))

@@ -315,7 +315,7 @@ class Assignment:
             table = runtime.offsets.snapshot()
             async with runtime.persist_lock:  # never after (so never older than) a handoff's commit
                 await runtime.offsets.persist_all(
-                    [s.mq for s in states], acknowledged=self._settings.locks_queues
+                    [s.mq for s in states], acknowledged=self._settings.commits_answered
                 )
             for state in states:
                 offset = table.get(state.mq, -1)

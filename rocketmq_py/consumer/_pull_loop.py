@@ -75,10 +75,11 @@ async def pull_loop(
                 suspend_ms=BROKER_SUSPEND_MAX_TIME_MS,
                 timeout_ms=CONSUMER_TIMEOUT_WHEN_SUSPEND_MS,
                 send_subscription=False,
-                # An orderly member commits only with answered requests (Assignment.persist_loop):
-                # the broker may store a pull's commit after a handoff's (pull and offset requests
-                # run on different executors), and the next owner would consume messages again.
-                commit_from=None if settings.broadcasting or settings.locks_queues else runtime.offsets,
+                # An orderly member, or one the brokers assign, commits only with answered requests
+                # (Assignment.persist_loop): the broker may store a pull's commit after a handoff's
+                # (pull and offset requests run on different executors), and the next owner (or
+                # the pops) would consume messages again.
+                commit_from=None if settings.broadcasting or settings.commits_answered else runtime.offsets,
                 log=log,
             )
             broker_id = pulled.broker_id

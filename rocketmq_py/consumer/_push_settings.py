@@ -72,6 +72,20 @@ class PushSettings:
         """Whether queues are locked on their broker before they are consumed (orderly CLUSTERING)."""
         return self.orderly and not self.broadcasting
 
+    @property
+    def commits_answered(self) -> bool:
+        """Whether offsets are committed only in requests whose answer is awaited, never with a pull.
+
+        The broker stores a pull's commit offset on its pull executor and an UPDATE_CONSUMER_OFFSET
+        on its consumer-manage executor, so an older offset sent before a handoff's commit may be
+        stored after it, and what reads the queue next starts before where this member stopped.
+        Where that must not happen: an orderly member (the next owner would break the order), and
+        a member the brokers assign (``client_rebalance=False``), whose switch to POP hands its
+        pulled queues to the pops (which start at the stored offset: the pulls' last messages
+        came twice). Other CLUSTERING members commit with their pulls, as Java's do.
+        """
+        return self.locks_queues or (not self.client_rebalance and not self.broadcasting)
+
     def properties(self) -> dict[str, str]:
         """The push consumer's running-info properties (Java ``DefaultMQPushConsumer`` names)."""
         limits = self.flow_limits

@@ -1,4 +1,6 @@
-"""A group's mode of a topic while ``mqadmin setConsumeMode`` is half done: the brokers disagree.
+"""A group switched between PULL and POP under load: what the switch must not do on the real broker.
+
+First, a switch half done: the brokers disagree on the group's mode.
 
 ``mqadmin setConsumeMode -c <cluster>`` sets the mode on each master in turn
 (``SetConsumeModeSubCommand.execute``: one ``setMessageRequestMode`` per master address), and a
@@ -20,9 +22,9 @@ import trio
 import trio.testing
 
 from rocketmq_py.consumer._push import PushConsumer
-from rocketmq_py.protocol import MessageQueue, MessageRequestMode, pop_retry_topic
+from rocketmq_py.protocol import MessageQueue, MessageRequestMode, PullSysFlag, RequestCode, pop_retry_topic
 from tests.consumer._pop_fake import wait_until
-from tests.consumer.conftest import Cluster
+from tests.consumer.conftest import Cluster, Recorder
 
 POP, PULL = MessageRequestMode.POP, MessageRequestMode.PULL
 
@@ -81,3 +83,41 @@ async def test_a_half_done_switch_neither_starts_nor_stops_popping(
         _modes(cluster, PULL, PULL)
         await wait_until(lambda: not pop.queues)
         await wait_until(lambda: any(mq.topic == cluster.topic for mq in consumer._queues))
+
+
+async def test_a_member_the_brokers_assign_commits_only_in_requests_whose_answer_it_waits_for(
+    cluster: Cluster,
+    make_consumer: Callable[..., PushConsumer],
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """No commit offset rides on the pulls of a member with ``client_rebalance=False``, and its
+    periodic commits are answered, as an orderly member's.
+
+    A switch to POP hands the pulled queues to the pops, which start at the group's stored offset
+    (``PopMessageProcessor.getPopOffset``). The broker stores a pull's commit offset on its pull
+    executor (``PullMessageProcessor.tryCommitOffset``) and the handoff's UPDATE_CONSUMER_OFFSET on
+    its consumer-manage executor, so a pull sent just before the handoff could store an older
+    offset after it, and the pops handed out again the pulls' last messages. The real broker logged
+    it in a loaded run of ``integration/test_pop_modes.py`` ("[NOTIFYME]update consumer offset less
+    than store ... requestOffset=28, storeOffset=29" from ``PullMessageThread``); that run's
+    switch test saw a message pulled and then popped.
+    """
+    _setup(cluster)  # PULL mode on both brokers
+    cluster.answer_consumer_ids("127.0.0.1@me")
+    async with make_consumer(client_rebalance=False, rebalance_interval=1, persist_interval=1):
+        for mq in cluster.queues():
+            cluster.put(mq, 3)
+        await cluster.wait_until(lambda: len(recorder.messages) == 12)
+        await trio.sleep(20)  # past a long poll's 15 s: each queue pulled again since
+        for fb in cluster.brokers:
+            stored = {k: v for k, v in fb.consumer_offsets.items() if k[:2] == (cluster.group, cluster.topic)}
+            assert sorted(stored.values()) == [3, 3], fb
+        pulls = [cmd for fb in cluster.brokers for cmd in fb.requests(RequestCode.PULL_MESSAGE)]
+        assert len(pulls) >= 8
+        assert [int(cmd.ext_fields["sysFlag"]) & PullSysFlag.COMMIT_OFFSET for cmd in pulls] == [0] * len(
+            pulls
+        )
+        commits = [cmd for fb in cluster.brokers for cmd in fb.requests(RequestCode.UPDATE_CONSUMER_OFFSET)]
+        assert len(commits) >= 4 * 19  # every second
+        assert [cmd.is_oneway for cmd in commits] == [False] * len(commits)

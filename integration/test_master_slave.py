@@ -31,6 +31,7 @@ from rocketmq_py import ConsumeStatus, Message, MessageExt, Producer, PushConsum
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.consumer._flow import FlowLimits
+from rocketmq_py.errors import SubscriptionGroupNotExist
 from rocketmq_py.testing import LocalCluster, cluster_members, topic_route
 
 QUEUES = 2  # per broker
@@ -140,6 +141,28 @@ async def wait_replicated(api: RemotingApi, cluster: LocalCluster, topic: str) -
             if await max_offsets(api, slave, topic) == want:
                 return want
             await trio.sleep(0.2)
+
+
+async def write_slave_offsets(
+    api: RemotingApi, slave: str, group: str, topic: str, offsets: list[int]
+) -> None:
+    """Write ``group``'s offsets of broker-b's queues to the slave, as its next copy would.
+
+    The slave knows the group (the ``names`` fixture waited for it), yet it may answer
+    SUBSCRIPTION_GROUP_NOT_EXIST for a moment: whenever its table's data version differs from the
+    master's, each copy deletes every group, persisting the table after each delete, before it puts
+    them all back (5.x ``SlaveSynchronize.syncSubscriptionGroupConfig``; 4.x clears the table and
+    puts it back). The deletes bump the slave's version again, so the next copy does it again. The
+    write is retried until it lands; ci5 failed on its first attempt.
+    """
+    for queue_id, offset in enumerate(offsets):
+        with trio.fail_after(30):
+            while True:
+                try:
+                    await api.update_consumer_offset(slave, group, topic, queue_id, offset, "broker-b")
+                    break
+                except SubscriptionGroupNotExist:
+                    await trio.sleep(0.1)
 
 
 async def produce(cluster: LocalCluster, topic: str, prefix: str, n: int) -> dict[bytes, str]:
@@ -252,8 +275,7 @@ async def test_a_consumer_started_while_the_master_is_down_reads_and_commits_off
         first_ends = await max_offsets(api, master, topic)
         await wait_offsets(api, master, name, topic, first_ends, 30, "p1 offsets committed to the master")
     # What the slave's next copy of the master's offset table (within a minute) would bring.
-    for queue_id, offset in enumerate(first_ends):
-        await api.update_consumer_offset(slave, name, topic, queue_id, offset, "broker-b")
+    await write_slave_offsets(api, slave, name, topic, first_ends)
     assert await group_offsets(api, slave, name, topic) == first_ends
     consumed.clear()
     later = await produce(cluster, topic, "p2", 40)

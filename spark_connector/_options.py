@@ -22,11 +22,10 @@ latest, as in Spark's Kafka source.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal, TypeAlias
+from typing import Final
 
 from rocketmq_py import get_strategy
 from rocketmq_py.errors import ClientError, InvalidGroup, InvalidMessage, InvalidTopic
@@ -49,6 +48,14 @@ from spark_connector._client_options import (
     parse_client_settings,
 )
 from spark_connector._errors import SparkOptionError
+from spark_connector._offset_spec import (
+    EARLIEST,
+    LATEST,
+    OffsetSpec,
+    SpecificOffsets,
+    parse_offset_spec,
+    wrap_spec,
+)
 
 __all__ = [
     "DEFAULT_ALLOCATE_STRATEGY",
@@ -70,11 +77,6 @@ __all__ = [
     "parse_sink_options",
 ]
 
-#: Offset value in a JSON offset specification meaning "the queue's minimum" (Kafka: -2).
-EARLIEST: Final = -2
-#: Offset value in a JSON offset specification meaning "the queue's maximum" (Kafka: -1).
-LATEST: Final = -1
-
 #: Messages asked for per PULL_MESSAGE (Java ``pullBatchSize`` = 32). The broker caps a reply at
 #: ``maxTransferCountOnMessageInMemory`` (32 by default) anyway; a larger value helps brokers
 #: configured higher.
@@ -85,10 +87,6 @@ MAX_PULL_BATCH_SIZE: Final = 1024
 DEFAULT_PULL_TIMEOUT_MS: Final = 10_000
 #: The consumer's default strategy (Java ``AllocateMessageQueueAveragely``).
 DEFAULT_ALLOCATE_STRATEGY: Final = "AVG"
-
-#: ``{topic: {broker: {queue_id: offset}}}`` with :data:`EARLIEST` / :data:`LATEST` allowed.
-SpecificOffsets: TypeAlias = Mapping[str, Mapping[str, Mapping[int, int]]]
-OffsetSpec: TypeAlias = Literal["earliest", "latest"] | SpecificOffsets
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -280,12 +278,6 @@ def parse_namespace(options: Mapping[str, str]) -> str | None:
         raise SparkOptionError("namespace", str(exc)) from None
 
 
-def _wrap_spec(namespace: str | None, spec: OffsetSpec) -> OffsetSpec:
-    if namespace is None or isinstance(spec, str):
-        return spec
-    return {wrap_name(namespace, topic): brokers for topic, brokers in spec.items()}
-
-
 def _sub_expression(options: Mapping[str, str]) -> str:
     text = _get(options, "subExpression") or "*"
     try:
@@ -293,52 +285,6 @@ def _sub_expression(options: Mapping[str, str]) -> str:
     except ClientError as exc:
         raise SparkOptionError("subExpression", str(exc)) from None
     return text
-
-
-def parse_offset_spec(name: str, text: str, *, allow_earliest: bool = True) -> OffsetSpec:
-    """Parse ``earliest`` / ``latest`` / JSON ``{topic: {broker: {queueId: offset}}}``.
-
-    Raises:
-        SparkOptionError: anything else, naming ``name``.
-    """
-    lowered = text.strip().lower()
-    if lowered == "latest":
-        return "latest"
-    if lowered == "earliest":
-        if not allow_earliest:
-            raise SparkOptionError(name, "'earliest' makes no sense here: use 'latest' or JSON offsets")
-        return "earliest"
-    try:
-        raw = json.loads(text)
-    except ValueError:
-        raise SparkOptionError(
-            name, f"{text!r} is not 'earliest', 'latest' or JSON {{topic: {{broker: {{queueId: offset}}}}}}"
-        ) from None
-    shape = "JSON {topic: {broker: {queueId: offset}}}"
-    if not isinstance(raw, dict):
-        raise SparkOptionError(name, f"must be {shape}")
-    parsed: dict[str, dict[str, dict[int, int]]] = {}
-    for topic, brokers in raw.items():
-        if not isinstance(brokers, dict):
-            raise SparkOptionError(name, f"topic {topic!r}: must be {shape}")
-        for broker, queues in brokers.items():
-            if not isinstance(queues, dict):
-                raise SparkOptionError(name, f"{topic}/{broker}: must be {shape}")
-            for queue_id, offset in queues.items():
-                try:
-                    qid = int(queue_id)
-                except ValueError:
-                    raise SparkOptionError(
-                        name, f"{topic}/{broker}: queue id {queue_id!r} is not an integer"
-                    ) from None
-                if isinstance(offset, bool) or not isinstance(offset, int) or offset < EARLIEST:
-                    raise SparkOptionError(
-                        name, f"{topic}/{broker}/{qid}: offset {offset!r} is not an integer >= -2"
-                    )
-                if offset == EARLIEST and not allow_earliest:
-                    raise SparkOptionError(name, f"{topic}/{broker}/{qid}: -2 (earliest) makes no sense here")
-                parsed.setdefault(topic, {}).setdefault(broker, {})[qid] = offset
-    return parsed
 
 
 def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
@@ -408,8 +354,8 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         namesrv=namesrv,
         topics=tuple(wrap_name(namespace, t) for t in topics),
         topic_pattern=pattern,
-        starting=_wrap_spec(namespace, starting),
-        ending=_wrap_spec(namespace, ending),
+        starting=wrap_spec(namespace, starting),
+        ending=wrap_spec(namespace, ending),
         starting_timestamp=starting_ts,
         ending_timestamp=ending_ts,
         sub_expression=_sub_expression(lowered),

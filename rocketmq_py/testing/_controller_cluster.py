@@ -28,6 +28,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from rocketmq_py.errors import ClusterError, RocketMQError
 from rocketmq_py.testing._cluster import BrokerInfo, Cluster, cluster_members
@@ -58,6 +59,7 @@ __all__ = ["GROUP_NAME", "ControllerCluster", "check_controller_jars"]
 
 #: The ``brokerName`` of the group.
 GROUP_NAME = "broker-a"
+T = TypeVar("T")
 _NAMESRV_STAYS = "the NameServer of a controller-mode group is its controller; it is not stopped alone"
 
 
@@ -235,21 +237,17 @@ class ControllerCluster(Cluster):
         Raises:
             ClusterError: none within ``timeout`` (default: the cluster's ``election_timeout``).
         """
-        wait = self._election_timeout if timeout is None else timeout
-        deadline = time.monotonic() + wait
-        info: ReplicaInfo | None = None
-        while True:
-            with contextlib.suppress(OSError, RocketMQError):
-                info = self.replica_info()
-                node = None if info is None else self.node_of(info.master_address)
-                if node is not None and node != other_than and self.broker_running(node):
-                    listed = cluster_members(self.namesrv_addr).get(GROUP_NAME, {})
-                    if listed.get(0) == self.node_address(node):
-                        self._master = node
-                        return node
-            if time.monotonic() > deadline:
-                raise ClusterError(self._failure("no master was elected and registered", wait, info))
-            time.sleep(0.2)
+
+        def elected(info: ReplicaInfo | None) -> str | None:
+            node = None if info is None else self.node_of(info.master_address)
+            if node is None or node == other_than or not self.broker_running(node):
+                return None
+            listed = cluster_members(self.namesrv_addr).get(GROUP_NAME, {})
+            return node if listed.get(0) == self.node_address(node) else None
+
+        node = self._poll_replicas(timeout, "no master was elected and registered", elected)
+        self._master = node
+        return node
 
     def wait_until_in_sync(self, timeout: float | None = None) -> ReplicaInfo:
         """Wait until every running replica is in the master's sync state set (the master can then
@@ -258,17 +256,34 @@ class ControllerCluster(Cluster):
         Raises:
             ClusterError: not within ``timeout`` (default: the cluster's ``election_timeout``).
         """
+
+        def in_sync(info: ReplicaInfo | None) -> ReplicaInfo | None:
+            ids = {self.controller_id(node) for node in self.nodes if self.broker_running(node)}
+            if info is not None and info.master_broker_id is not None and ids <= info.sync_state_set:
+                return info
+            return None
+
+        return self._poll_replicas(timeout, "the replicas did not all get in sync", in_sync)
+
+    def _poll_replicas(
+        self, timeout: float | None, failure: str, check: Callable[[ReplicaInfo | None], T | None]
+    ) -> T:
+        """Ask the controller every 0.2 s until ``check`` of its answer is not None; return that.
+
+        Raises:
+            ClusterError: ``failure``, not within ``timeout`` (default: ``election_timeout``).
+        """
         wait = self._election_timeout if timeout is None else timeout
         deadline = time.monotonic() + wait
         info: ReplicaInfo | None = None
         while True:
             with contextlib.suppress(OSError, RocketMQError):
                 info = self.replica_info()
-                ids = {self.controller_id(node) for node in self.nodes if self.broker_running(node)}
-                if info is not None and info.master_broker_id is not None and ids <= info.sync_state_set:
-                    return info
+                found = check(info)
+                if found is not None:
+                    return found
             if time.monotonic() > deadline:
-                raise ClusterError(self._failure("the replicas did not all get in sync", wait, info))
+                raise ClusterError(self._failure(failure, wait, info))
             time.sleep(0.2)
 
     def _wait_for_controller(self) -> None:

@@ -27,6 +27,7 @@ from rocketmq_py.protocol import (
     MessageQueue,
     NotifyConsumerIdsChangedRequestHeader,
     PullMessageRequestHeader,
+    PullSysFlag,
     QueueData,
     RemotingCommand,
     RequestCode,
@@ -166,6 +167,20 @@ class Cluster:
         command = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, header, oneway=True)
         for client in fb.clients:
             await fb.send_to_client(command, expect_reply=False, client=client)
+
+    def assert_commits_only_answered(self, *, pulls: int, stored: int = 3) -> None:
+        """After a run of ``persist_interval=1`` for 20 s: every queue's offset is ``stored``, no pull
+        (at least ``pulls`` of them) carried a commit offset, and each commit (every second, per
+        queue) was a request whose answer the member waited for, never a oneway one."""
+        for fb in self.brokers:
+            offsets = {k: v for k, v in fb.consumer_offsets.items() if k[:2] == (self.group, self.topic)}
+            assert sorted(offsets.values()) == [stored, stored], fb
+        sent = [cmd for fb in self.brokers for cmd in fb.requests(RequestCode.PULL_MESSAGE)]
+        assert len(sent) >= pulls
+        assert [int(cmd.ext_fields["sysFlag"]) & PullSysFlag.COMMIT_OFFSET for cmd in sent] == [0] * len(sent)
+        commits = [cmd for fb in self.brokers for cmd in fb.requests(RequestCode.UPDATE_CONSUMER_OFFSET)]
+        assert len(commits) >= 4 * 19
+        assert [cmd.is_oneway for cmd in commits] == [False] * len(commits)
 
     @staticmethod
     async def wait_until(predicate: Callable[[], bool], *, timeout: float = 60, step: float = 0.01) -> None:  # noqa: ASYNC109

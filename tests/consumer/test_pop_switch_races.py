@@ -22,7 +22,7 @@ import trio
 import trio.testing
 
 from rocketmq_py.consumer._push import PushConsumer
-from rocketmq_py.protocol import MessageQueue, MessageRequestMode, PullSysFlag, RequestCode, pop_retry_topic
+from rocketmq_py.protocol import MessageQueue, MessageRequestMode, pop_retry_topic
 from tests.consumer._pop_fake import wait_until
 from tests.consumer.conftest import Cluster, Recorder
 
@@ -110,14 +110,4 @@ async def test_a_member_the_brokers_assign_commits_only_in_requests_whose_answer
             cluster.put(mq, 3)
         await cluster.wait_until(lambda: len(recorder.messages) == 12)
         await trio.sleep(20)  # past a long poll's 15 s: each queue pulled again since
-        for fb in cluster.brokers:
-            stored = {k: v for k, v in fb.consumer_offsets.items() if k[:2] == (cluster.group, cluster.topic)}
-            assert sorted(stored.values()) == [3, 3], fb
-        pulls = [cmd for fb in cluster.brokers for cmd in fb.requests(RequestCode.PULL_MESSAGE)]
-        assert len(pulls) >= 8
-        assert [int(cmd.ext_fields["sysFlag"]) & PullSysFlag.COMMIT_OFFSET for cmd in pulls] == [0] * len(
-            pulls
-        )
-        commits = [cmd for fb in cluster.brokers for cmd in fb.requests(RequestCode.UPDATE_CONSUMER_OFFSET)]
-        assert len(commits) >= 4 * 19  # every second
-        assert [cmd.is_oneway for cmd in commits] == [False] * len(commits)
+        cluster.assert_commits_only_answered(pulls=8)

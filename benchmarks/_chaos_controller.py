@@ -187,6 +187,9 @@ class ControllerFault:
         behind = stale_offsets(self.phase.committed_at_fault, self.phase.committed_after)
         if behind:
             self.phase.notes.append(f"offsets not past the kill on the new master: {behind}")
+        else:
+            moved = len(self.phase.committed_after)
+            self.phase.notes.append(f"all {moved} (group, queue) offsets on the new master are past the kill")
 
 
 def stale_offsets(

@@ -4,11 +4,18 @@ one per phase for the orderly group, with sharding keys), the errors of failed s
 from __future__ import annotations
 
 import collections
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 #: Where one delivery came from: (store host, queue id, queue offset).
 Where = tuple[str, int, int]
+_NUMBERS = re.compile(r"\d+(\.\d+)?")
+
+
+def error_kind(exc: BaseException) -> str:
+    """An error's type and text with numbers masked, so that failures group by cause."""
+    return f"{type(exc).__name__}: {_NUMBERS.sub('#', str(exc))}"[:300]
 
 
 @dataclass

@@ -15,6 +15,10 @@ broker has delivered a message again:
 - ``proxy``: (a cluster with a Proxy in front, which every client takes as its NameServer:
   ``--proxy``) SIGKILL the Proxy, start it again ``--proxy-down`` s later on its ports; every queue
   must deliver again;
+- ``controller``: (a 5.x ``ControllerCluster`` instead: ``--controller``, implied by the phase)
+  SIGKILL the master; the controller elects a slave. Sends carry ``--keys`` sharding keys (16) and
+  an orderly group (rows ``controller/orderly``) consumes beside the concurrent one; key order and
+  the offsets on the new master are checked (see ``_chaos_controller``);
 - ``unreachable``: black-hole a broker (``--block-broker``) for ``--unreachable`` s: the cluster's
   brokers are reached through the testing kit's relay (``LocalCluster(relay=True)``, no root needed),
   which stops forwarding and accepting; the broker keeps its NameServer registration, so clients keep
@@ -27,13 +31,14 @@ the sends started while the fault was on, lost (acked, never consumed), duplicat
 sequence number beyond its first), split into *again* (one send stored more than once: an attempt
 abandoned and retried that the broker stored anyway; at most one per retry, shown beside) and
 *redeliv* (the same stored message delivered again), the sends in flight when the fault began and at most while it lasted, and the seconds from lifting the fault until
-the first / every queue of the hit broker delivered again (for ``namesrv``: every queue).
+the first / every queue of the hit broker delivered again (for ``namesrv``: every queue), and the
+seconds from the fault's start to the first acknowledgment of a send started after it.
 
     python benchmarks/chaos.py [--rate 200] [--in-flight 64] [--phases kill,pause,namesrv,unreachable]
                                [--lead 10] [--kill-down 5] [--pause 10] [--namesrv-down 15]
                                [--unreachable 150] [--settle 60] [--drain 60]
                                [--attempt-timeout 1.0] [--pull-max-idle-time 120] [--version 5.3.3]
-                               [--relay] [--proxy] [--proxy-down 5]
+                               [--relay] [--proxy] [--proxy-down 5] [--controller] [--keys 16]
 
 A phase may carry its own duration: ``--phases pause=1.2,pause=1.8,pause=10`` pauses three times.
 ``--short`` runs the shape ``integration/test_chaos.py`` uses (shorter faults, a 15-s idle-pull limit).
@@ -47,7 +52,6 @@ import collections
 import contextlib
 import functools
 import inspect
-import re
 import sys
 import time
 import uuid
@@ -57,7 +61,7 @@ from typing import Any
 
 import trio
 from _chaos_controller import ControllerFault, OrderlyLog
-from _chaos_report import ChaosReport, PhaseFigures, Records, Watch, print_report, tally
+from _chaos_report import ChaosReport, PhaseFigures, Records, Watch, error_kind, print_report, tally
 
 from rocketmq_py import ConsumeFromWhere, Message, MessageExt, Producer, PushConsumer, select_by_hash
 from rocketmq_py.errors import ClusterError, RocketMQError
@@ -111,14 +115,6 @@ SHORT = ChaosOptions(
     pull_max_idle_time=15.0,
     drain=45.0,
 )
-
-
-_NUMBERS = re.compile(r"\d+(\.\d+)?")
-
-
-def error_kind(exc: BaseException) -> str:
-    """An error's type and text with numbers masked, so that failures group by cause."""
-    return f"{type(exc).__name__}: {_NUMBERS.sub('#', str(exc))}"[:300]
 
 
 async def poll(predicate: Callable[[], bool], interval: float = 0.1) -> None:

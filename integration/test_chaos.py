@@ -4,7 +4,10 @@ Runs ``benchmarks/chaos.py`` in its short shape (``SHORT``): 200 msg/s with 64 s
 push consumer, through a broker kill -9 + restart, a 10-s SIGSTOP of the other broker, the
 NameServer down 8 s, and a broker unreachable (its ports black-holed, registration kept) for 25 s,
 past the consumer's idle-pull limit (``pull_max_idle_time=15``; Java's and our default is 120 s);
-and, on a cluster whose clients go through a 5.x Proxy, the Proxy killed and restarted.
+and, on a cluster whose clients go through a 5.x Proxy, the Proxy killed and restarted; and, on a
+5.x controller-mode group, the master killed and a slave elected, under keyed sends with an orderly
+group beside the concurrent one (sends acknowledged again within 30 s of the kill, no key delivered
+out of order, each group's offsets committed to the new master past the kill).
 Every phase must lose nothing the broker acknowledged, deliver again from every queue of the hit
 broker within 30 s of the fault ending, and store no send more times than it was attempted (an
 attempt abandoned on the hit broker may be stored when it answers again: at most one extra copy

@@ -7,7 +7,8 @@ restarts anything. The fault is *on* from the kill until the NameServer lists th
 
 Before the kill it waits until every slave holds what a production slave would have copied long
 before (a slave copies its master's topic, subscription-group and consumer-offset tables about
-every 10 s, Java ``SlaveSynchronize.syncAll``): the topic, and the topic's offsets of every group.
+every 10 s, Java ``SlaveSynchronize.syncAll``): the topic, the groups, and the topic's offsets of
+every group.
 Right before the kill it reads the groups' committed offsets on the master; after the consumers
 closed, on the new master: each queue's must have moved past where it stood at the kill, or the
 group's commits after the failover never reached the broker that now owns the queues.
@@ -37,6 +38,8 @@ from rocketmq_py.testing import ControllerCluster
 #: Java ``RequestCode.GET_ALL_TOPIC_CONFIG`` and ``GET_ALL_CONSUMER_OFFSET``: the tables a slave copies.
 _GET_ALL_TOPIC_CONFIG = 21
 _GET_ALL_CONSUMER_OFFSET = 43
+#: Java ``RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG``: the groups a broker knows.
+GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
 #: Seconds to wait for the slaves' copies (one copy every 10 s; a loaded two-core machine is slow).
 REPLICATION_WAIT = 90.0
 #: Seconds the controller has to elect a new master and the NameServer to list it.
@@ -97,8 +100,9 @@ async def committed_offsets(
 
 
 async def wait_replicated(cluster: ControllerCluster, topic: str, groups: Sequence[str]) -> float:
-    """Wait until every slave has copied ``topic`` and the topic's offsets of every group; return the
-    seconds it took.
+    """Wait until every slave has copied ``topic``, every group's subscription-group config (a broker
+    refuses the commits of a group it does not know: ``ConsumerManageProcessor.updateConsumerOffset``)
+    and the topic's offsets of every group; return the seconds it took.
 
     Raises:
         TimeoutError: not within :data:`REPLICATION_WAIT` seconds.
@@ -114,7 +118,9 @@ async def wait_replicated(cluster: ControllerCluster, topic: str, groups: Sequen
                     for slave in cluster.slaves:
                         topics = (await api.call(slave.address, _GET_ALL_TOPIC_CONFIG)).body
                         offsets = (await api.call(slave.address, _GET_ALL_CONSUMER_OFFSET)).body
+                        known = (await api.call(slave.address, GET_ALL_SUBSCRIPTIONGROUP_CONFIG)).body
                         ready &= topic.encode() in topics and all(w in offsets for w in wanted)
+                        ready &= all(f'"{group}"'.encode() in known for group in groups)
                 except (OSError, RocketMQError):
                     ready = False
                 if ready:
@@ -187,6 +193,13 @@ class ControllerFault:
         behind = stale_offsets(self.phase.committed_at_fault, self.phase.committed_after)
         if behind:
             self.phase.notes.append(f"offsets not past the kill on the new master: {behind}")
+            async with ConnectionPool() as pool:
+                address = self.cluster.node_address(self.new)
+                known = (
+                    await RemotingApi(pool, timeout=5).call(address, GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+                ).body
+            unknown = [group for group in self.groups if f'"{group}"'.encode() not in known]
+            self.phase.notes.append(f"groups the new master does not know: {unknown or 'none'}")
         else:
             moved = len(self.phase.committed_after)
             self.phase.notes.append(f"all {moved} (group, queue) offsets on the new master are past the kill")

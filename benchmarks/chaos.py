@@ -15,6 +15,10 @@ broker has delivered a message again:
 - ``proxy``: (a cluster with a Proxy in front, which every client takes as its NameServer:
   ``--proxy``) SIGKILL the Proxy, start it again ``--proxy-down`` s later on its ports; every queue
   must deliver again;
+- ``controller``: (a 5.x ``ControllerCluster`` instead: ``--controller``, implied by the phase)
+  SIGKILL the master; the controller elects a slave. Sends carry ``--keys`` sharding keys (16) and
+  an orderly group (rows ``controller/orderly``) consumes beside the concurrent one; key order and
+  the offsets on the new master are checked (see ``_chaos_controller``);
 - ``unreachable``: black-hole a broker (``--block-broker``) for ``--unreachable`` s: the cluster's
   brokers are reached through the testing kit's relay (``LocalCluster(relay=True)``, no root needed),
   which stops forwarding and accepting; the broker keeps its NameServer registration, so clients keep
@@ -27,13 +31,14 @@ the sends started while the fault was on, lost (acked, never consumed), duplicat
 sequence number beyond its first), split into *again* (one send stored more than once: an attempt
 abandoned and retried that the broker stored anyway; at most one per retry, shown beside) and
 *redeliv* (the same stored message delivered again), the sends in flight when the fault began and at most while it lasted, and the seconds from lifting the fault until
-the first / every queue of the hit broker delivered again (for ``namesrv``: every queue).
+the first / every queue of the hit broker delivered again (for ``namesrv``: every queue), and the
+seconds from the fault's start to the first acknowledgment of a send started after it.
 
     python benchmarks/chaos.py [--rate 200] [--in-flight 64] [--phases kill,pause,namesrv,unreachable]
                                [--lead 10] [--kill-down 5] [--pause 10] [--namesrv-down 15]
                                [--unreachable 150] [--settle 60] [--drain 60]
                                [--attempt-timeout 1.0] [--pull-max-idle-time 120] [--version 5.3.3]
-                               [--relay] [--proxy] [--proxy-down 5]
+                               [--relay] [--proxy] [--proxy-down 5] [--controller] [--keys 16]
 
 A phase may carry its own duration: ``--phases pause=1.2,pause=1.8,pause=10`` pauses three times.
 ``--short`` runs the shape ``integration/test_chaos.py`` uses (shorter faults, a 15-s idle-pull limit).
@@ -44,9 +49,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import functools
 import inspect
-import re
 import sys
 import time
 import uuid
@@ -55,15 +60,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import trio
-from _chaos_report import ChaosReport, PhaseFigures, print_report
+from _chaos_controller import ControllerFault, OrderlyLog
+from _chaos_report import ChaosReport, PhaseFigures, Records, Watch, error_kind, print_report, tally
 
-from rocketmq_py import ConsumeFromWhere, Message, MessageExt, Producer, PushConsumer
+from rocketmq_py import ConsumeFromWhere, Message, MessageExt, Producer, PushConsumer, select_by_hash
 from rocketmq_py.errors import ClusterError, RocketMQError
-from rocketmq_py.testing import Cluster, LocalCluster
+from rocketmq_py.testing import Cluster, ControllerCluster, LocalCluster
 
 PHASES = ("kill", "pause", "namesrv", "unreachable")
-#: Phases run only when asked: ``proxy`` needs a cluster whose clients go through a Proxy.
-OTHER_PHASES = ("proxy",)
+#: Phases run only when asked: ``proxy`` needs a cluster whose clients go through a Proxy,
+#: ``controller`` a 5.x controller-mode group (and runs with sharding keys and an orderly group).
+OTHER_PHASES = ("proxy", "controller")
+#: Sharding keys of a ``controller`` run when ``--keys`` is not given.
+CONTROLLER_KEYS = 16
 _NOT_GIVEN: Any = object()
 
 
@@ -91,6 +100,9 @@ class ChaosOptions:
     attempt_timeout: float | None = _NOT_GIVEN
     #: PushConsumer(pull_max_idle_time=...) when the consumer has that option; None: its default.
     pull_max_idle_time: float | None = None
+    #: Sharding keys: > 0 sends message ``seq`` with key ``seq % keys`` (one send of a key at a time,
+    #: to the queue the key hashes to) and adds an orderly group whose per-key order is checked.
+    keys: int = 0
 
 
 #: The shape of the integration test: every fault, shorter; the broker stays unreachable 25 s,
@@ -105,40 +117,10 @@ SHORT = ChaosOptions(
 )
 
 
-_NUMBERS = re.compile(r"\d+(\.\d+)?")
-
-
-def error_kind(exc: BaseException) -> str:
-    """An error's type and text with numbers masked, so that failures group by cause."""
-    return f"{type(exc).__name__}: {_NUMBERS.sub('#', str(exc))}"[:300]
-
-
 async def poll(predicate: Callable[[], bool], interval: float = 0.1) -> None:
     """Return once ``predicate()`` holds (checked every ``interval`` s)."""
     while not predicate():  # noqa: ASYNC110 - the listener and the send tasks fill the state
         await trio.sleep(interval)
-
-
-class _Watch:
-    """The first delivery from each watched queue after a moment."""
-
-    def __init__(self, queues: Sequence[tuple[str, int]], since: float) -> None:
-        self.since = since
-        self.first: dict[tuple[str, int], float | None] = dict.fromkeys(queues)
-
-    def delivered(self, queue: tuple[str, int], now: float) -> None:
-        if queue in self.first and self.first[queue] is None and now >= self.since:
-            self.first[queue] = now
-
-    @property
-    def complete(self) -> bool:
-        return all(t is not None for t in self.first.values())
-
-    def figures(self) -> tuple[float | None, float | None]:
-        times = [t for t in self.first.values() if t is not None]
-        first = min(times) - self.since if times else None
-        every = max(times) - self.since if times and self.complete else None
-        return first, every
 
 
 class _Run:
@@ -149,10 +131,10 @@ class _Run:
         self.options = options
         self.topic = f"chaos-{uuid.uuid4().hex[:10]}"
         self.group = f"chaos-cg-{uuid.uuid4().hex[:8]}"
-        self.hosts = {b.address: b.name for b in cluster.brokers}
+        self.hosts = {b.address: b.name for b in [*cluster.brokers, *cluster.slaves]}
         self.phase_of: list[int] = []  # seq -> phase index
         self.started_at: list[float] = []  # seq -> send start
-        self.acked: set[int] = set()
+        self.acked_at: dict[int, float] = {}  # seq -> when acknowledged
         self.failed: list[tuple[int, str]] = []
         self.deliveries: collections.Counter[int] = collections.Counter()
         #: Where each delivery of a sequence number came from: (broker address, queue, offset).
@@ -162,9 +144,17 @@ class _Run:
         self.retries: Callable[[], int] = lambda: 0
         self.in_flight = 0
         self.phase_index = 0
-        self.watch: _Watch | None = None
+        self.watch: Watch | None = None
+        self.orderly_watch: Watch | None = None
+        self.orderly_resumed: list[tuple[float | None, float | None]] = []  # per phase
         self.fault_on: PhaseFigures | None = None
         self.phases: list[PhaseFigures] = []
+        #: The orderly group (with sharding keys) and what it got.
+        self.orderly = OrderlyLog(options.keys) if options.keys > 0 else None
+        self.groups = [self.group, *([f"{self.group}-orderly"] if self.orderly else [])]
+        #: Steps of the phases to take once the consumers closed, and of this phase before its fault.
+        self.after_close: list[Callable[[], Awaitable[None]]] = []
+        self.before_fault: Callable[[], Awaitable[None]] | None = None
 
     # --- traffic --------------------------------------------------------------------------------
 
@@ -173,14 +163,25 @@ class _Run:
         interval = 1.0 / self.options.rate
         padding = b" " * max(0, self.options.size - 12)
 
-        async def one(seq: int) -> None:
+        keys = self.options.keys
+        last_of_key: dict[int, trio.Event] = {}  # the send of each key that goes last
+
+        async def one(seq: int, key: int | None, after: trio.Event | None, done: trio.Event) -> None:
             try:
-                await producer.send(Message(self.topic, b"%012d" % seq + padding))
+                body = b"%012d" % seq + padding
+                if key is None:
+                    await producer.send(Message(self.topic, body))
+                else:  # a key's sends one after the other, so that its stored order is seq order
+                    if after is not None:
+                        await after.wait()
+                    message = Message(self.topic, body, keys=[str(key)])
+                    await producer.send(message, selector=select_by_hash, arg=key)
             except RocketMQError as exc:
                 self.failed.append((seq, error_kind(exc)))
             else:
-                self.acked.add(seq)
+                self.acked_at[seq] = trio.current_time()
             finally:
+                done.set()
                 self.in_flight -= 1
                 slots.release()
 
@@ -194,7 +195,12 @@ class _Run:
                 self.in_flight += 1
                 if self.fault_on is not None:
                     self.fault_on.in_flight_peak = max(self.fault_on.in_flight_peak, self.in_flight)
-                nursery.start_soon(one, seq)
+                done = trio.Event()
+                key = seq % keys if keys else None
+                after = None if key is None else last_of_key.get(key)
+                if key is not None:
+                    last_of_key[key] = done
+                nursery.start_soon(one, seq, key, after, done)
                 next_at = max(next_at + interval, trio.current_time() - 1.0)  # no burst after a stall
                 with trio.move_on_at(next_at):
                     await stop.wait()
@@ -210,6 +216,16 @@ class _Run:
                 self.watch.delivered(
                     (self.hosts.get(message.store_host, message.store_host), message.queue_id), now
                 )
+
+    async def consume_orderly(self, messages: list[MessageExt]) -> None:
+        assert self.orderly is not None
+        now = trio.current_time()
+        for message in messages:
+            where = (message.store_host, message.queue_id, message.queue_offset)
+            self.orderly.delivered(int(message.body[:12]), where)
+            if self.orderly_watch is not None:
+                host = self.hosts.get(message.store_host, message.store_host)
+                self.orderly_watch.delivered((host, message.queue_id), now)
 
     # --- faults ---------------------------------------------------------------------------------
 
@@ -236,6 +252,13 @@ class _Run:
     ) -> tuple[str | None, Callable[[], Awaitable[None]], float, Callable[[], Awaitable[None]]]:
         """(hit broker, inject, seconds on, lift) of phase ``name``."""
         o, c = self.options, self.cluster
+        if name == "controller":
+            if not isinstance(c, ControllerCluster):
+                raise ValueError("the controller phase needs a ControllerCluster")
+            fault = ControllerFault(c, phase, self.topic, self.groups, o.queues, self.blocking)
+            self.before_fault = fault.prepare
+            self.after_close.append(fault.after)
+            return (c.brokers[0].name, fault.inject, 0.0, fault.lift)
         if name == "kill":
             return (
                 o.kill_broker,
@@ -282,28 +305,31 @@ class _Run:
         phase.start = trio.current_time()
         self.retries_at_start.append(self.retries())
         kind, _, duration = name.partition("=")  # "pause=1.5": a 1.5-s pause
+        self.before_fault = None
         broker, inject, seconds, lift = self.fault_steps(kind, phase)
         seconds = float(duration) if duration else seconds
         phase.broker = broker
         await trio.sleep(self.options.lead)
+        if self.before_fault is not None:
+            await self.before_fault()
         phase.in_flight_at_fault = phase.in_flight_peak = self.in_flight
         phase.fault_at = trio.current_time()
         self.fault_on = phase
-        print(
-            f"  {name}: fault on {broker or ('the Proxy' if kind == 'proxy' else 'the NameServer')}",
-            flush=True,
-        )
+        hit = broker or ("the Proxy" if kind == "proxy" else "the NameServer")
+        print(f"  {name}: fault on {hit}", flush=True)
         await inject()
         await trio.sleep(seconds)
         await lift()
         phase.lifted_at = trio.current_time()
         self.fault_on = None
-        self.watch = _Watch(self.queues_of(broker), phase.lifted_at)
+        watch = self.watch = Watch(self.queues_of(broker), phase.lifted_at)
+        orderly = self.orderly_watch = Watch(self.queues_of(broker), phase.lifted_at)
         print(f"  {name}: lifted after {phase.lifted_at - phase.fault_at:.1f} s", flush=True)
         with trio.move_on_after(self.options.settle):
-            await poll(lambda: self.watch is not None and self.watch.complete)
-        phase.resumed_first, phase.resumed_all = self.watch.figures()
-        self.watch = None
+            await poll(lambda: watch.complete and (self.orderly is None or orderly.complete))
+        phase.resumed_first, phase.resumed_all = watch.figures()
+        self.orderly_resumed.append(orderly.figures())
+        self.watch = self.orderly_watch = None
         phase.end = trio.current_time()
 
     # --- the run --------------------------------------------------------------------------------
@@ -332,13 +358,29 @@ class _Run:
             **self.consumer_options(),
         )
         consumer.subscribe(self.topic)
+        consumers = [consumer]
+        if self.orderly is not None:
+            consumers.append(
+                PushConsumer(
+                    self.groups[1],
+                    namesrv=self.cluster.namesrv_addr,
+                    listener=self.consume_orderly,
+                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                    orderly=True,
+                    **self.consumer_options(),
+                )
+            )
+            consumers[1].subscribe(self.topic)
         async with Producer(
             f"chaos-pg-{uuid.uuid4().hex[:8]}", namesrv=self.cluster.namesrv_addr, **producer_options
         ) as producer:
             self.retries = lambda: producer.statistics().retries
-            async with consumer:
+            async with contextlib.AsyncExitStack() as stack:
+                for member in consumers:
+                    await stack.enter_async_context(member)
+                every = o.queues * len(self.cluster.brokers)
                 with trio.fail_after(60):
-                    await poll(lambda: self.owned(consumer) == o.queues * len(self.cluster.brokers))
+                    await poll(lambda: all(self.owned(member) == every for member in consumers))
                 stop = trio.Event()
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self.produce, producer, stop)
@@ -347,42 +389,27 @@ class _Run:
                     stop.set()
                 print(f"  production stopped; draining (at most {o.drain:g} s)", flush=True)
                 with trio.move_on_after(o.drain):
-                    await poll(lambda: self.acked.issubset(self.deliveries.keys()))
+                    await poll(lambda: all(self.acked_at.keys() <= got for got in self.delivered_sets()))
                 await trio.sleep(2.0)  # late redeliveries
+            for step in self.after_close:
+                await step()
             stats = producer.statistics()
             ends = [*self.retries_at_start[1:], stats.retries]
             for phase, began, ended in zip(self.phases, self.retries_at_start, ends, strict=True):
                 phase.retries = ended - began
         return self.report(str(stats))
 
+    def delivered_sets(self) -> list[Any]:
+        """The sequence numbers each group got (views, for the drain's check)."""
+        got = [self.deliveries.keys()]
+        return got if self.orderly is None else [*got, self.orderly.deliveries.keys()]
+
     def report(self, producer_stats: str) -> ChaosReport:
-        failed_seqs = {seq for seq, _ in self.failed}
-        for seq, kind in self.failed:
-            self.phases[self.phase_of[seq]].errors[kind] += 1
-        for seq, phase_index in enumerate(self.phase_of):
-            phase = self.phases[phase_index]
-            during = phase.fault_at <= self.started_at[seq] < phase.lifted_at
-            phase.sent_during_fault += during
-            if seq in self.acked:
-                phase.acked += 1
-                phase.lost += self.deliveries[seq] == 0
-            elif seq in failed_seqs:
-                phase.failed += 1
-                phase.failed_during_fault += during
-            phase.duplicates += max(0, self.deliveries[seq] - 1)
-            if self.deliveries[seq] > 1:
-                where = self.delivered_from[seq]
-                phase.stored_again += len(set(where)) - 1
-                phase.redelivered += len(where) - len(set(where))
-        return ChaosReport(
-            phases=self.phases,
-            acked=len(self.acked),
-            failed=len(self.failed),
-            consumed=sum(1 for seq in self.deliveries if seq < len(self.phase_of)),
-            lost=sum(p.lost for p in self.phases),
-            duplicates=sum(p.duplicates for p in self.phases),
-            producer_stats=producer_stats,
-        )
+        records = Records(self.phase_of, self.started_at, self.acked_at, self.failed, self.delivered_from)
+        if self.orderly is None:
+            return tally(records, self.phases, producer_stats)
+        orderly = (self.orderly.delivered_from, self.orderly.breaks(), self.orderly_resumed)
+        return tally(records, self.phases, producer_stats, orderly=orderly)
 
 
 async def run_chaos(cluster: Cluster, options: ChaosOptions = ChaosOptions()) -> ChaosReport:
@@ -414,6 +441,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="clients go through a Proxy in front of the cluster (5.x; on anyway with the 'proxy' phase)",
     )
+    parser.add_argument(
+        "--controller",
+        action="store_true",
+        help="a controller-mode group of three replicas (5.x; phases: controller; on with that phase)",
+    )
     for name in (
         "rate",
         "in_flight",
@@ -426,8 +458,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "settle",
         "drain",
         "pull_max_idle_time",
+        "keys",
     ):
-        kind = int if name == "in_flight" else float
+        kind = int if name in ("in_flight", "keys") else float
         parser.add_argument("--" + name.replace("_", "-"), type=kind, default=None)
     for name in ("kill_broker", "pause_broker", "block_broker"):
         parser.add_argument("--" + name.replace("_", "-"), default=None)
@@ -437,10 +470,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         name: value
         for name, value in vars(args).items()
         if value is not None
-        and name not in ("short", "version", "phases", "attempt_timeout", "relay", "proxy")
+        and name not in ("short", "version", "phases", "attempt_timeout", "relay", "proxy", "controller")
     }
     if args.phases:
         changes["phases"] = tuple(args.phases.split(","))
+    controller = args.controller or "controller" in changes.get("phases", ())
+    if controller:
+        changes.setdefault("phases", ("controller",))
+        changes.setdefault("keys", CONTROLLER_KEYS)
     if args.attempt_timeout is not None:
         changes["attempt_timeout"] = None if args.attempt_timeout == "none" else float(args.attempt_timeout)
     options = replace(options, **changes)
@@ -449,7 +486,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     relay = args.relay or any(phase.partition("=")[0] == "unreachable" for phase in options.phases)
     proxy = args.proxy or any(phase.partition("=")[0] == "proxy" for phase in options.phases)
-    cluster = LocalCluster(2, relay=relay, proxy=proxy, clients_via_proxy=proxy, **version)
+    cluster: LocalCluster | ControllerCluster = (
+        ControllerCluster(**version)
+        if controller
+        else LocalCluster(2, relay=relay, proxy=proxy, clients_via_proxy=proxy, **version)
+    )
     with cluster:
         cluster.start()
         print(f"cluster {cluster.namesrv_addr} ({cluster.version}) up in {time.monotonic() - started:.0f} s")

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 
 import trio
@@ -40,9 +41,14 @@ from rocketmq_py._client._route import (
 from rocketmq_py.errors import BrokerError, ProtocolError, RouteNotFound, TopicNotExist, TransportError
 from rocketmq_py.protocol import MessageQueue, TopicRouteData
 
-__all__ = ["RouteService"]
+__all__ = ["RECHECK_INTERVAL", "RouteService"]
 
 log = logging.getLogger("rocketmq_py.route")
+
+#: Seconds between two rechecks of one topic's route after a broker of it could not be reached (ours:
+#: Java waits for the next poll; a 5.x controller-mode group's new master registers from another
+#: address under the same name at once).
+RECHECK_INTERVAL = 1.0
 
 RouteListener = Callable[[str, TopicRouteData], None]
 OfflineListener = Callable[[set[str]], None]
@@ -84,6 +90,7 @@ class RouteService:
         self._listeners: list[RouteListener] = []
         self._offline_listeners: list[OfflineListener] = []
         self._lock = trio.Lock()
+        self._rechecked: dict[str, float] = {}  # topic -> when recheck() last asked
 
     # --- queries (no I/O) ---------------------------------------------------------------------------
 
@@ -190,6 +197,21 @@ class RouteService:
         """Fetch ``topic``'s route and store it; returns True when it changed (or is new)."""
         route = await self.fetch(topic)
         return self._store(topic, route)
+
+    async def recheck(self, topic: str) -> None:
+        """Fetch ``topic``'s route again because one of its brokers could not be reached: the address
+        may be a dead master whose group a slave took over (controller mode), which the route poll
+        would tell only up to ``poll_interval`` seconds later. At most once every
+        :data:`RECHECK_INTERVAL` seconds a topic; errors are logged and the cached route kept.
+        """
+        now = trio.current_time()
+        if now < self._rechecked.get(topic, -math.inf) + RECHECK_INTERVAL:
+            return
+        self._rechecked[topic] = now
+        try:
+            await self.update(topic)
+        except (TransportError, BrokerError, ProtocolError) as exc:
+            log.info("route recheck of %s failed, keeping the cached route: %s", topic, exc)
 
     def _store(self, topic: str, route: TopicRouteData) -> bool:
         old = self._routes.get(topic)

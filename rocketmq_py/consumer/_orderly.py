@@ -1,7 +1,8 @@
 """Orderly consumption (Java ``ConsumeMessageOrderlyService``, ``RebalanceImpl.lock``).
 
 An orderly push consumer holds a broker lock on each queue it
-consumes (LOCK_BATCH_MQ to the queue's master), renews every lock every 20 s, counts a lock valid
+consumes (LOCK_BATCH_MQ to the queue's master), renews every lock every 20 s (3 s after a round
+that left one of its queues unlocked: a failover's new master has no lock yet), counts a lock valid
 for 30 s after its last renewal on the client side, and consumes each queue with one task of its
 own, in offset order, one call at a time (at most ``consume_concurrency`` calls over all queues).
 The lock is checked right before each call, inside the consume slot: the wait for a slot may
@@ -37,7 +38,7 @@ from rocketmq_py.consumer._queue_state import QueueState
 from rocketmq_py.consumer._queue_table import QueueTable
 from rocketmq_py.consumer._retry import retry_message
 from rocketmq_py.consumer._runtime import PushRuntime
-from rocketmq_py.errors import RocketMQError
+from rocketmq_py.errors import RocketMQError, TransportError
 from rocketmq_py.protocol import MessageExt, MessageQueue
 
 __all__ = [
@@ -99,6 +100,8 @@ async def lock_queues(
             granted = await api.lock_batch_mq(address, group, client_id, mqs)
         except RocketMQError as exc:
             log.warning("%s: locking %d queues on %s failed: %s", group, len(mqs), broker_name, exc)
+            if isinstance(exc, TransportError):  # a dead master replaced under the same name?
+                await routes.recheck(mqs[0].topic)
             continue
         locked.update(mq for mq in mqs if mq in granted)
     return locked
@@ -135,7 +138,8 @@ class OrderlyService:
         return not self._settings.broadcasting
 
     def start(self, nursery: trio.Nursery) -> None:
-        """Start the lock renewal (every 20 s, Java ``lockAll``)."""
+        """Start the lock renewal (every 20 s, Java ``lockAll``; 3 s after a round that left an
+        owned queue unlocked)."""
         if self._locking:
             nursery.start_soon(self._lock_loop)
 
@@ -180,15 +184,23 @@ class OrderlyService:
 
     async def _lock_loop(self) -> None:
         group = self._settings.group
+        missing = False
         while True:
-            await trio.sleep(REBALANCE_LOCK_INTERVAL_MS / 1000)
+            # A round that left an owned queue unlocked (its master dead, or another member still
+            # holding it) is tried again after Java's pull-retry delay rather than the full interval:
+            # the queue pulls nothing meanwhile.
+            await trio.sleep(
+                (PULL_TIME_DELAY_WHEN_EXCEPTION_MS if missing else REBALANCE_LOCK_INTERVAL_MS) / 1000
+            )
             async with self._broker_locks:
                 # Revoked queues still held for a running listener call keep their lock too; a
                 # released one is dropped before its unlock is sent, so it is never renewed.
                 owned = [state for state in self._queues.values() if not state.pq.dropped]
                 if not owned:
+                    missing = False
                     continue
                 locked = await self._lock([state.mq for state in owned])
+            missing = any(state.mq not in locked for state in owned)
             for state in owned:
                 if state.mq not in locked and state.pq.locked:
                     log.warning("%s: the broker did not renew the lock of %s", group, state.mq)

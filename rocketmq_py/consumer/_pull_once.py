@@ -37,7 +37,7 @@ from rocketmq_py.consumer._pull_result import (
     process_found_messages,
     pull_error_delay_ms,
 )
-from rocketmq_py.errors import RocketMQError, SubscriptionNotExist, SubscriptionNotLatest
+from rocketmq_py.errors import RocketMQError, SubscriptionNotExist, SubscriptionNotLatest, TransportError
 from rocketmq_py.protocol import (
     MessageExt,
     MessageQueue,
@@ -144,6 +144,8 @@ async def pull_once(
         )
     except RocketMQError as exc:
         log.info("pull of %s from %s failed: %s", mq, found.address, exc)
+        if isinstance(exc, TransportError):  # a dead master replaced under the same name?
+            await routes.recheck(mq.topic)
         return PullOnce(
             broker_id=broker_id,
             retry_delay_ms=pull_error_delay_ms(exc),

@@ -258,6 +258,10 @@ class SendPath:
                     result = await self._send_to(message, mq, batch=batch, timeout=limit)
             except TransportError as exc:
                 self._record(mq.broker_name, started, isolation=True, reachable=True)
+                # The route may name a dead address: in controller mode a slave took over under the
+                # group's name from another address, and a send with a selector or to a queue makes
+                # no other attempt that could notice; the route poll comes up to 30 s later.
+                self._recheck_route(topic)
                 log.info("send to %s failed (attempt %d/%d): %s", mq, attempt + 1, attempts, exc)
                 failed.append(FailedAttempt(attempt + 1, mq.broker_name, exc))
                 if trio.current_time() >= deadline:
@@ -309,8 +313,10 @@ class SendPath:
 
         A broker that went down and came back (the NameServer dropped it from the route meanwhile)
         would otherwise stay unknown until the next route poll (30 s), while every send goes to the
-        brokers left, sick ones included. At most once every :data:`ROUTE_RECHECK_INTERVAL` seconds
-        a topic; a send in progress uses the new route from its next attempt.
+        brokers left, sick ones included. Likewise after a send failed at the transport: the address
+        may be a dead master whose group a slave took over (controller mode). At most once every
+        :data:`ROUTE_RECHECK_INTERVAL` seconds a topic; a send in progress uses the new route from
+        its next attempt.
         """
         now = trio.current_time()
         if now < self._route_rechecked.get(topic, -math.inf) + ROUTE_RECHECK_INTERVAL:

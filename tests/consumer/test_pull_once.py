@@ -48,6 +48,7 @@ class FakeRoutes:
     def __init__(self, brokers: dict[int, str]) -> None:
         self.brokers = brokers
         self.refreshed: list[str] = []
+        self.rechecked: list[str] = []
 
     def find_broker(self, broker_name: str, broker_id: int = 0) -> FoundBroker | None:
         assert broker_name == MQ.broker_name
@@ -60,6 +61,9 @@ class FakeRoutes:
 
     async def update(self, topic: str) -> None:
         self.refreshed.append(topic)
+
+    async def recheck(self, topic: str) -> None:
+        self.rechecked.append(topic)
 
 
 class FakeApi:
@@ -203,11 +207,16 @@ async def test_offset_illegal_says_drop_the_queue(autojump_clock: trio.testing.M
 async def test_an_error_is_logged_and_retried_from_the_same_broker(
     reply: Any, delay: int, caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
 ) -> None:
+    routes = FakeRoutes({0: "master:10911", 1: "slave:10911"})
     with caplog.at_level(logging.INFO, "test.pull_once"):
-        got = await pull(FakeApi(reply), broker_id=1)
+        got = await pull(FakeApi(reply), routes, broker_id=1)
     assert (got.action, got.result, got.msgs, got.retry_delay_ms, got.broker_id) == (None, None, [], delay, 1)
     assert "pull of" in caplog.text
     assert "slave:10911" in caplog.text
+    # A broker that could not be reached may have been replaced under its name (controller mode):
+    # the route is asked again (the route service limits that to once a second); a broker's
+    # answer names no such change.
+    assert routes.rechecked == (["T"] if isinstance(reply, Exception) else [])
 
 
 @pytest.mark.parametrize("case", ["no subscription", "no broker"])

@@ -10,7 +10,7 @@ connects hang: a listener whose accept queue is full, so the kernel drops furthe
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -258,3 +258,52 @@ async def test_a_broker_back_in_the_route_takes_the_sends_of_a_paused_one(
     assert load.started == 10 * RATE
     assert len(load.failed) <= 0.01 * load.started, load.failed[:1]
     assert len(cluster.route_queries()) <= 1 + 10  # at most one extra query a second
+
+
+@pytest.fixture
+def dead_address() -> str:
+    """``host:port`` where nothing listens any more (a connect is refused at once)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        host, port = sock.getsockname()
+    return f"{host}:{port}"
+
+
+async def test_an_ordered_send_finds_the_master_elected_after_a_kill(
+    cluster: Cluster, make_producer: MakeProducer, dead_address: str, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Controller mode (issue 26 §2): the master of ``broker-a`` is killed and the controller elects a
+    slave, which registers under ``brokerId`` 0 from its own address (Java
+    ``ReplicasManager.changeToMaster`` sets the broker id to ``MixAll.MASTER_ID`` and registers with
+    every NameServer). The group keeps its name, so a send with a selector, which makes one attempt
+    (Java ``DefaultMQProducerImpl.sendSelectImpl``, no retry and no route refresh), chose the same
+    queue of the dead address until the next route poll, 30 s later: every keyed send failed for up
+    to 30 s after the election (the chaos ``controller`` phase: sends resumed 13.1 s after the kill).
+    A send refused at the transport now asks the NameServer again (at most once a second)."""
+
+    def route(master: str) -> TopicRouteData:
+        return TopicRouteData(
+            queue_datas=(QueueData(broker_name="broker-a", read_queue_nums=2, write_queue_nums=2, perm=6),),
+            broker_datas=(
+                BrokerData(cluster="DefaultCluster", broker_name="broker-a", broker_addrs={0: master}),
+            ),
+        )
+
+    def first_queue(queues: Sequence[MessageQueue], message: object, arg: object) -> MessageQueue:
+        return queues[0]
+
+    cluster.namesrv.set_route(cluster.topic, route(dead_address))  # the killed master
+    async with make_producer() as producer:
+        with pytest.raises(RocketMQError):
+            await producer.send(cluster.message(), selector=first_queue)
+        cluster.namesrv.set_route(cluster.topic, route(cluster.a.address))  # the elected one
+        failures = 0
+        for _ in range(50):  # 5 s, one send each 0.1 s
+            try:
+                await producer.send(cluster.message(), selector=first_queue)
+            except RocketMQError:
+                failures += 1
+            await trio.sleep(0.1)
+    assert failures <= 10  # a route query a second at most: the first recheck answers the new master
+    assert len(cluster.sends(cluster.a)) == 50 - failures
+    assert len(cluster.route_queries()) <= 2 + 6

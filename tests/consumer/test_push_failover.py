@@ -1,0 +1,119 @@
+"""A push member follows its broker group to the master a 5.x controller elected after a kill (issue 26 §2).
+
+In controller mode the group keeps its name when its master dies: the controller elects an in-sync
+slave, which sets its broker id to 0 and registers with the NameServers from its own address (Java
+``ReplicasManager.changeToMaster``: ``setBrokerId(MixAll.MASTER_ID)``, then ``registerBrokerAll``).
+A client's cached route still names the dead address under ``brokerId`` 0 until its next route
+poll (30 s) or rebalance (20 s): Java's pulls, offset commits and orderly locks keep going there
+(``PullAPIWrapper.pullKernelImpl`` and ``RebalanceImpl.lockAll`` read the cached broker table).
+The real twin is the ``controller`` phase of ``integration/test_chaos.py`` (before the fixes the
+concurrent group delivered again 21.3 s after the election, the orderly one 30.2 s).
+
+Here ``broker-a``'s master is a fake that closes every connection at its first frame (a killed JVM
+refuses connects; a closed connection is the same :class:`TransportError` to the client), and the
+elected replica is another fake named ``broker-a`` holding a copy of the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
+
+import pytest
+import trio
+import trio.testing
+
+from rocketmq_py.consumer._push import PushConsumer
+from rocketmq_py.protocol import BrokerData, Message, MessageQueue, QueueData, TopicRouteData
+from rocketmq_py.testing._fake_broker import FakeBroker
+
+if TYPE_CHECKING:
+    from conftest import Cluster, Recorder
+
+MakeConsumer = Callable[..., PushConsumer]
+#: Seconds within which the member must deliver from the new master (virtual time): below the
+#: rebalance interval (20 s) and the route poll (30 s) that found it before.
+FOLLOW_LIMIT = 10.0
+
+
+@pytest.fixture
+async def elected(cluster: Cluster) -> AsyncIterator[FakeBroker]:
+    """The slave of ``broker-a`` the controller will elect (not in the route yet)."""
+    async with FakeBroker(broker_name="broker-a") as fb:
+        fb.add_topic(cluster.topic, queues=2)
+        fb.add_topic(cluster.retry, queues=1)
+        yield fb
+
+
+def route(a: FakeBroker, b: FakeBroker, queues: int) -> TopicRouteData:
+    return TopicRouteData(
+        queue_datas=tuple(
+            QueueData(broker_name=name, read_queue_nums=queues, write_queue_nums=queues, perm=6)
+            for name in ("broker-a", "broker-b")
+        ),
+        broker_datas=tuple(
+            BrokerData(cluster="DefaultCluster", broker_name=fb.broker_name, broker_addrs={0: fb.address})
+            for fb in (a, b)
+        ),
+    )
+
+
+async def kill_master(cluster: Cluster, elected: FakeBroker, a0: MessageQueue) -> None:
+    """``broker-a``'s master dies; ``elected`` holds its log of ``a0`` and one message more."""
+    cluster.a.drop_after(1)
+    await cluster.a.drop_clients()
+    log = [Message(m.topic, m.body) for m in cluster.a.messages(cluster.topic, a0.queue_id)]
+    elected.put_messages(a0.queue_id, [*log, Message(cluster.topic, b"after the election")])
+
+
+def elect(cluster: Cluster, elected: FakeBroker) -> None:
+    """The NameServer lists ``elected`` as ``broker-a``'s master."""
+    cluster.namesrv.set_route(cluster.topic, route(elected, cluster.b, queues=2))
+    cluster.namesrv.set_route(cluster.retry, route(elected, cluster.b, queues=1))
+
+
+@pytest.mark.parametrize("orderly", [False, True], ids=["concurrent", "orderly"])
+async def test_a_member_pulls_from_the_master_elected_after_a_kill(
+    cluster: Cluster,
+    elected: FakeBroker,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+    orderly: bool,
+) -> None:
+    """A pull the dead address refused asks the NameServer again (at most once a second a topic),
+    so the next pull goes to the new master, not the one the next rebalance or route poll finds."""
+    a0 = cluster.queues()[0]
+    async with make_consumer(orderly=orderly):
+        cluster.put(a0, 1)
+        await cluster.wait_until(lambda: len(recorder.messages) == 1)
+        await kill_master(cluster, elected, a0)
+        elect(cluster, elected)
+        killed_at = trio.current_time()
+        await cluster.wait_until(lambda: len(recorder.messages) == 2)
+        assert trio.current_time() - killed_at < FOLLOW_LIMIT  # virtual time
+    assert recorder.bodies()[-1] == b"after the election"
+
+
+async def test_an_orderly_lock_lost_to_a_dead_master_is_taken_again_on_the_new_one(
+    cluster: Cluster,
+    elected: FakeBroker,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The 20-s lock renewal went to the dead master (the election was not registered yet): the
+    member counts its queues unlocked and pulls nothing from them. The renewal is tried again 3 s
+    later, not 20 s (Java's ``lockAll`` period), so the queues lock on the new master soon after it
+    is listed."""
+    a0 = cluster.queues()[0]
+    async with make_consumer(orderly=True):
+        cluster.put(a0, 1)
+        await cluster.wait_until(lambda: len(recorder.messages) == 1)
+        await kill_master(cluster, elected, a0)
+        await trio.sleep(21)  # one renewal, refused: the route still names the dead master
+        elect(cluster, elected)
+        listed_at = trio.current_time()
+        await cluster.wait_until(lambda: len(recorder.messages) == 2)
+        assert trio.current_time() - listed_at < FOLLOW_LIMIT  # virtual time
+    assert recorder.bodies()[-1] == b"after the election"

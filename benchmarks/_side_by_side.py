@@ -45,9 +45,12 @@ def peak_rss_mib(pid: int) -> float:
     return int(found.group(1)) / 1024 if found else 0.0
 
 
-def broker_pids() -> list[int]:
-    """This machine's RocketMQ broker JVMs (the local cluster's; their CPU is sampled too)."""
+def jvm_pids(main_class: str, marker: str | None = None) -> list[int]:
+    """This machine's JVMs running ``main_class``; with ``marker``, only those whose command line holds it
+    (the kit tags every JVM of a cluster: ``rocketmq_py.testing._processes.marker_for``)."""
     pids = []
+    wanted = main_class.encode()
+    tag = marker.encode() if marker else b""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -55,9 +58,19 @@ def broker_pids() -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if b"org.apache.rocketmq.broker.BrokerStartup" in cmdline:
+        if wanted in cmdline and tag in cmdline:
             pids.append(int(entry.name))
     return pids
+
+
+def broker_pids(marker: str | None = None) -> list[int]:
+    """This machine's RocketMQ broker JVMs (the local cluster's; their CPU is sampled too)."""
+    return jvm_pids("org.apache.rocketmq.broker.BrokerStartup", marker)
+
+
+def proxy_pids(marker: str | None = None) -> list[int]:
+    """This machine's RocketMQ Proxy JVMs (``ProxyStartup``)."""
+    return jvm_pids("org.apache.rocketmq.proxy.ProxyStartup", marker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,19 +81,26 @@ class Line:
     text: str
     cpu: float  # the watched process's CPU seconds so far
     broker_cpu: float  # the brokers' CPU seconds so far
+    proxy_cpu: float = 0.0  # the Proxy's CPU seconds so far (when ``Watched.proxies`` names it)
 
 
 @dataclass
 class Watched:
-    """A child process whose lines are timestamped and CPU-sampled as they arrive."""
+    """A child process whose lines are timestamped and CPU-sampled as they arrive.
+
+    ``brokers`` are the broker JVMs sampled (default: every broker of the machine), ``proxies`` the
+    Proxy JVMs (default none).
+    """
 
     argv: Sequence[str]
     env: dict[str, str] | None = None
     cwd: Path | None = None
     lines: list[Line] = field(default_factory=list)
+    brokers: list[int] | None = None
+    proxies: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._brokers = broker_pids()
+        self._brokers = broker_pids() if self.brokers is None else self.brokers
         self.proc = popen_tied(
             list(self.argv),
             stdout=subprocess.PIPE,
@@ -97,9 +117,13 @@ class Watched:
         for raw in self.proc.stdout:
             self.lines.append(Line(time.perf_counter(), raw.decode(errors="replace"), *self.sample()))
 
-    def sample(self) -> tuple[float, float]:
-        """(this process's CPU seconds, the brokers' CPU seconds) now."""
-        return cpu_seconds(self.proc.pid), sum(cpu_seconds(pid) for pid in self._brokers)
+    def sample(self) -> tuple[float, float, float]:
+        """(this process's, the brokers', the Proxy's CPU seconds) now."""
+        return (
+            cpu_seconds(self.proc.pid),
+            sum(cpu_seconds(pid) for pid in self._brokers),
+            sum(cpu_seconds(pid) for pid in self.proxies),
+        )
 
     def wait_for(self, pattern: str, timeout: float) -> Line:
         """The first line matching ``pattern``; SystemExit when the process ends or time runs out."""

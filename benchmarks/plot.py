@@ -6,8 +6,8 @@ list of rows ::
     {"benchmark": "producer", "case": "single sends", "side": "java" | "trio" | "asyncio" | ...,
      "round": 1, "rate": 11329.0, "cpu_us": 61.7}
 
-(the sides are those of :data:`SIDES`: what ``producer.py`` and ``consumer.py`` write, with
-``--sides`` ``ours`` written as ``trio`` and ``aio`` as ``asyncio``)
+(the sides are those of :data:`SIDES`: what ``producer.py``, ``consumer.py`` and ``peers.py``
+write, with ``--sides`` ``ours`` written as ``trio`` and ``aio`` as ``asyncio``)
 
 ``rate`` in messages per second, ``cpu_us`` the client's CPU microseconds per message; other keys
 (``source``, ...) are allowed and a ``source`` is printed under the figure. This script reads every
@@ -52,6 +52,8 @@ SIDES: Final = {
     "trace": ("#7fa7d9", "rocketmq-py (trio), message trace on"),
     "javapop": ("#8c564b", "Java client, POP consumer"),
     "pop": ("#9467bd", "rocketmq-py (trio), POP consumer"),
+    "proxy": ("#17becf", "rocketmq-py (trio) through the Proxy (remoting)"),
+    "grpc": ("#e377c2", "Apache Python client (gRPC through the Proxy)"),
 }
 #: The two panels: the row key plotted, and the axis label.
 PANELS: Final = (("rate", "messages per second"), ("cpu_us", "client CPU µs per message"))

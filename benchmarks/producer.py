@@ -33,6 +33,7 @@ import asyncio
 import json
 import os
 import re
+import resource
 import statistics
 import sys
 import threading
@@ -70,6 +71,7 @@ class Figures:
 
 
 async def send_loop(args: argparse.Namespace) -> dict[str, float]:
+    """Sends for ``args.seconds`` after ``args.warmup``, ``args.in_flight`` at once; the window's figures."""
     latencies: list[float] = []
     sent = 0
     failed = 0
@@ -120,6 +122,7 @@ async def send_loop(args: argparse.Namespace) -> dict[str, float]:
         "mean_ms": statistics.fmean(latencies) if latencies else 0.0,
         "p99_ms": latencies[int(len(latencies) * 0.99)] if latencies else 0.0,
         "failed": failed,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,  # KiB on Linux
     }
 
 
@@ -284,6 +287,7 @@ async def aio_send_loop(args: argparse.Namespace) -> dict[str, float]:
         "mean_ms": statistics.fmean(latencies) if latencies else 0.0,
         "p99_ms": latencies[int(len(latencies) * 0.99)] if latencies else 0.0,
         "failed": failed,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,  # KiB on Linux
     }
 
 

@@ -113,4 +113,8 @@ def test_the_repositorys_own_results_plot(tmp_path: Path) -> None:
         [sys.executable, str(PLOT), "--out", str(tmp_path)], capture_output=True, text=True, check=False
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert sorted(p.name for p in tmp_path.glob("*.svg")) == ["bench-consumer.svg", "bench-producer.svg"]
+    assert sorted(p.name for p in tmp_path.glob("*.svg")) == [
+        "bench-consumer.svg",
+        "bench-peers.svg",
+        "bench-producer.svg",
+    ]

@@ -86,12 +86,17 @@ def test_calls_cross_with_results_and_errors_unchanged() -> None:
 
 
 def test_cancelling_the_asyncio_task_cancels_the_trio_call_and_the_worker_goes_on() -> None:
+    """(The cancel comes once the trio call runs: one cancelled while still queued never runs, so
+    nothing would set ``ended``. A fixed 10-ms sleep stood for that wait, and a loaded CI machine
+    hung on ``ended.wait`` when the cancel came first.)"""
+
     async def main() -> None:
         guest = guest_for_running_loop()
-        ended = trio.Event()
+        started, ended = trio.Event(), trio.Event()
 
         async def forever() -> None:
             try:
+                started.set()
                 await trio.sleep_forever()
             finally:
                 ended.set()
@@ -99,7 +104,7 @@ def test_cancelling_the_asyncio_task_cancels_the_trio_call_and_the_worker_goes_o
         await guest.acquire()
         try:
             task = asyncio.ensure_future(guest.call(forever))
-            await asyncio.sleep(0.01)
+            await guest.call(started.wait)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task

@@ -55,7 +55,8 @@ DOCKER_TESTS ?= integration/test_cluster_smoke.py integration/test_producer.py i
 # NameServer. A test that needs a direct route is marked direct_route(reason) and skipped with it.
 PROXY_TESTS ?= integration/test_producer.py integration/test_push_consumer.py integration/test_lite_pull_consumer.py \
 	integration/test_request_reply.py integration/test_pop.py integration/test_spark_read.py \
-	integration/test_spark_write.py integration/test_spark_stream.py
+	integration/test_spark_write.py integration/test_spark_stream.py integration/test_recall.py \
+	integration/test_push_broadcast_cluster.py integration/test_cli.py integration/test_cli_group.py
 
 .PHONY: demo test prereqs install jars jars-versions lint unit integration versions proxy docker docker-image docker-tests down clean wheel-check docs
 

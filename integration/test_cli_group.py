@@ -15,6 +15,10 @@
   (SIGINT to a ``rocketmq-py consume`` process) stops it with its offsets committed.
 
 mqadmin exits 0 even when it fails: its output is what is checked.
+
+Through a Proxy (``make proxy``) the consumers and ``consume`` go through it; the mqadmin commands
+that reach a consumer through the brokers, and ``group inspect``, need a direct route
+(``direct_route``: the Proxy keeps its clients' heartbeats, and serves no GET_BROKER_CLUSTER_INFO).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from rocketmq_py.cli._inspect import GroupReport
 from rocketmq_py.consumer._broker_requests import command_handlers
 from rocketmq_py.consumer._member import _Requests
 from rocketmq_py.errors import ClusterError
+from rocketmq_py.lowlevel import ConnectionPool, RemotingApi
 from rocketmq_py.protocol import (
     MessageQueue,
     RemotingCommand,
@@ -49,7 +54,7 @@ from rocketmq_py.protocol import (
     decode_body,
     from_ext_fields,
 )
-from rocketmq_py.testing import Cluster, LocalCluster, ToolResult, resolve_bench
+from rocketmq_py.testing import Cluster, LocalCluster, ToolResult, resolve_bench, topic_route
 from rocketmq_py.testing._distribution import find_java, write_home_conf
 from rocketmq_py.testing._processes import JvmProcess, wait_for_line
 from rocketmq_py.testing._tools import BENCH_MAIN_CLASSES
@@ -101,6 +106,27 @@ async def wait_committed(pc: PushConsumer, topic: str, total: int) -> None:
             await trio.sleep(0.2)
 
 
+async def stored_progress(cluster: Cluster, group: str, topic: str) -> list[tuple[int, int]]:
+    """``(max offset, the group's stored offset)`` of each queue of ``topic``, asked of its brokers
+    directly (as mqadmin consumerProgress shows them, which needs the group's retry topic: a
+    consumer behind a Proxy has none, since the Proxy keeps its heartbeats)."""
+    route = await trio.to_thread.run_sync(topic_route, cluster.admin_namesrv_addr, topic)
+    assert route is not None
+    rows = []
+    async with ConnectionPool() as pool:
+        api = RemotingApi(pool, timeout=10)
+        for queues in sorted(route.queue_datas, key=lambda q: q.broker_name):
+            address = cluster.broker_address(queues.broker_name)
+            for queue_id in range(queues.read_queue_nums):
+                rows.append(
+                    (
+                        await api.get_max_offset(address, topic, queue_id, queues.broker_name),
+                        await api.query_consumer_offset(address, group, topic, queue_id, queues.broker_name),
+                    )
+                )
+    return rows
+
+
 async def wait_report(cluster: Cluster, group: str, topic: str, done: Callable[[GroupReport], bool]) -> None:
     """Poll ``group inspect``'s data until ``done(report)`` (60 s at most): every member's running
     info reflects the rebalance the test waited for."""
@@ -135,6 +161,9 @@ def consumer(cluster: Cluster, group: str, topic: str, got: list[MessageExt], **
     return pc
 
 
+@pytest.mark.direct_route(
+    "a 5.x Proxy in cluster mode keeps its clients' heartbeats: the brokers do not know a consumer behind it, so mqadmin cannot reach it through them"
+)
 async def test_mqadmin_consumer_status_and_progress_show_our_consumer(
     cluster: Cluster, create_topic: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -263,6 +292,9 @@ async def test_reset_offset_by_time_sent_to_the_client_resets_a_running_consumer
     assert again == sorted(f"new-{i}" for i in range(8))
 
 
+@pytest.mark.direct_route(
+    "a 5.x Proxy in cluster mode keeps its clients' heartbeats: the brokers do not know a consumer behind it, so mqadmin cannot reach it through them"
+)
 async def test_mqadmin_consume_message_directly(cluster: Cluster, create_topic: Callable[..., str]) -> None:
     topic = create_topic(1)
     group = f"it-direct-{topic}"
@@ -284,6 +316,9 @@ async def test_mqadmin_consume_message_directly(cluster: Cluster, create_topic: 
     assert [m.body for m in got[:2]] == [b"direct-0", b"direct-0"]
 
 
+@pytest.mark.direct_route(
+    "group inspect needs the NameServer (GET_BROKER_CLUSTER_INFO) and the brokers' members; through a Proxy it fails with UnsupportedByProxy (test_proxy.py)"
+)
 async def test_group_inspect_healthy_group(
     cluster: Cluster, create_topic: Callable[..., str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -315,6 +350,9 @@ async def test_group_inspect_healthy_group(
     assert f"topic %RETRY%{group}:" in text  # every subscribed topic without TOPIC
 
 
+@pytest.mark.direct_route(
+    "group inspect needs the NameServer (GET_BROKER_CLUSTER_INFO) and the brokers' members; through a Proxy it fails with UnsupportedByProxy (test_proxy.py)"
+)
 async def test_group_inspect_flags_two_strategies_in_one_group(
     cluster: Cluster, create_topic: Callable[..., str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -384,12 +422,10 @@ async def test_consume_from_beginning_prints_the_produced_messages(
     assert all(" tags=TagC " in line for line in lines)
     assert {line.split()[0].split(":")[0] for line in lines} <= {b.name for b in cluster.brokers}
     assert err.startswith(f"consumed 7 message(s) from {topic} as {group}")
-    # The offsets were persisted: the group's progress shows nothing left to consume.
-    progress = (await mqadmin(cluster, "consumerProgress", "-g", group)).output
-    table = [line.split() for line in progress.splitlines() if line.startswith(topic)]
-    assert table
-    assert sum(int(f[3]) for f in table) == 7
-    assert all(f[3] == f[4] for f in table), progress
+    # The offsets were persisted: nothing is left to consume.
+    progress = await stored_progress(cluster, group, topic)
+    assert sum(stored for _, stored in progress) == 7
+    assert all(stored == end for end, stored in progress), progress
 
 
 def test_consume_stops_on_ctrl_c_with_offsets_persisted(
@@ -428,11 +464,13 @@ def test_consume_stops_on_ctrl_c_with_offsets_persisted(
     assert sorted(line.rstrip("\n").split("body=", 1)[1] for line in lines) == [f"int-{i}" for i in range(5)]
     assert f"consumed 5 message(s) from {topic} as {group}; offsets persisted" in err
     assert "Traceback" not in err
-    progress = cluster.mqadmin("consumerProgress", "-g", group).output
-    table = [line.split() for line in progress.splitlines() if line.startswith(topic)]
-    assert sum(int(f[4]) for f in table) == 5, progress  # committed on the way out
+    progress = trio.run(stored_progress, cluster, group, topic)
+    assert sum(max(stored, 0) for _, stored in progress) == 5, progress  # committed on the way out
 
 
+@pytest.mark.direct_route(
+    "group inspect needs the NameServer (GET_BROKER_CLUSTER_INFO) and the brokers' members; through a Proxy it fails with UnsupportedByProxy (test_proxy.py)"
+)
 async def test_group_inspect_reads_a_java_member(
     cluster: Cluster, create_topic: Callable[..., str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

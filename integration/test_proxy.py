@@ -10,6 +10,10 @@ operator would. What the Proxy serves works; what it does not, falls back or say
   ``tests/consumer/test_push_pop.py``);
 - a reply to a request is refused with a typed error that names the limitation (the Proxy serves
   no SEND_REPLY_MESSAGE_V2; ``tests/producer/test_request_reply.py``);
+- the CLI's ``topic create`` and ``group inspect`` fail at once with ``UnsupportedByProxy``, which
+  names the call (GET_BROKER_CLUSTER_INFO) and says to give the NameServer
+  (``tests/cli/test_cli_fake_broker.py``, ``tests/cli/test_group_inspect_cli.py``); its other
+  commands run through the Proxy in ``make proxy`` (``integration/test_cli.py``);
 - a delay message needs a topic of message type DELAY (the Proxy checks it,
   ``enableTopicMessageTypeCheck``; a broker reached directly does not): elsewhere the Proxy's
   MessageIllegal says which type the topic expects.
@@ -37,7 +41,13 @@ from rocketmq_py import (
     create_reply,
     select_by_hash,
 )
-from rocketmq_py.errors import MessageIllegal, RequestCodeNotSupported, RequestReplyTimeout
+from rocketmq_py.cli import EXIT_ERROR, main
+from rocketmq_py.errors import (
+    MessageIllegal,
+    RequestCodeNotSupported,
+    RequestReplyTimeout,
+    UnsupportedByProxy,
+)
 from rocketmq_py.lowlevel import ConnectionPool, RemotingApi
 from rocketmq_py.testing import LocalCluster
 
@@ -212,8 +222,9 @@ async def test_a_reply_is_refused_with_the_reason(proxied: LocalCluster) -> None
             with pytest.raises(RequestReplyTimeout):
                 await requester.request(Message(topic, b"ping"), timeout=10)
             await wait_for(lambda: refused, "the reply refused")
-    assert "does not take replies" in str(refused[0])
-    assert "as a 5.x Proxy does not" in str(refused[0])
+    assert isinstance(refused[0], UnsupportedByProxy)
+    assert "does not serve SEND_REPLY_MESSAGE_V2" in str(refused[0])
+    assert "as a 5.x Proxy does not: it takes no replies" in str(refused[0])
 
 
 async def test_a_proxy_turns_tracing_off_by_default(proxied: LocalCluster) -> None:
@@ -244,3 +255,28 @@ async def test_a_delay_message_needs_a_delay_topic(proxied: LocalCluster) -> Non
         late.delay_level = 1
         await producer.send(late)
     assert [m.body for m in await read_topic(proxied, delay_topic, 1)] == [b"later"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(["topic", "create", "px-cli", "--queues", "2"], id="topic-create"),
+        pytest.param(["group", "inspect", "px-cli-group", "TOPIC"], id="group-inspect"),
+    ],
+)
+async def test_cli_admin_commands_name_what_to_use_instead(
+    proxied: LocalCluster, command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Proxy refuses GET_BROKER_CLUSTER_INFO, the first call of both commands: one line says so
+    and names the NameServer, and the exit code is 1."""
+    assert proxied.proxy_addr is not None
+    topic = new_topic(proxied, 2, "px")
+    argv = ["-n", proxied.proxy_addr, *(topic if word == "TOPIC" else word for word in command)]
+    assert await trio.to_thread.run_sync(main, argv) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert err == (
+        "rocketmq-py: error: broker answered code 3 (UnsupportedByProxy): "
+        f"{proxied.proxy_addr} does not serve GET_BROKER_CLUSTER_INFO (request code 106), as a 5.x "
+        "Proxy does not: `topic create` and `group inspect` list the brokers with it; give the "
+        "NameServer (-n HOST:PORT, port 9876 by default) instead of the Proxy\n"
+    )

@@ -7,6 +7,10 @@ them arrives, and recalling it after its delivery is refused. (Ours recalled by 
 after the test: the mqadmin run that turns recall on comes between its send and its recall.) On 4.9.7 the client
 refuses before sending anything. The Java side is ``integration/java/RecallInterop.java`` on the
 classpath of the Java tools that go with the cluster's release (``rocketmq-client`` 5.5.0 for 5.x).
+
+Through a 5.x Proxy (``make proxy``) both clients send and recall through it: the Proxy forwards
+RECALL_MESSAGE to the broker the request names, on a topic of message type DELAY only (it checks
+the recall's topic as it checks a timed send's), hence the DELAY topic here.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ async def test_recalled_timer_messages_are_never_delivered_both_ways_with_java(
 ) -> None:
     if broker_version < V5_3_2:
         pytest.skip(f"RocketMQ {cluster.version} has no recall (5.3.2+); see the next test")
-    topic = create_topic(2)
+    topic = create_topic(2, message_type="DELAY")  # a Proxy sends and recalls only on DELAY topics
     await trio.to_thread.run_sync(_set_recall, cluster, False)
     async with Producer("it-recall", namesrv=cluster.namesrv_addr) as producer:
         ours = await producer.send(_timed(topic, b"ours-recalled", LONG_DELAY_SEC))

@@ -6,6 +6,7 @@ Public in :mod:`rocketmq_py.errors` (see its docstring for the tree and how rema
 from __future__ import annotations
 
 import re
+from enum import IntEnum
 from typing import ClassVar, TypeVar
 
 from rocketmq_py._errors_base import RocketMQError
@@ -69,6 +70,35 @@ class RequestCodeNotSupported(BrokerError):
     """Response code 3."""
 
     response_code = 3
+
+
+class UnsupportedByProxy(RequestCodeNotSupported):
+    """A request that brokers and NameServers serve, refused as a 5.x Proxy refuses it.
+
+    A Proxy in cluster mode answers REQUEST_CODE_NOT_SUPPORTED for every request code its
+    ``RemotingProtocolServer`` does not register (admin calls such as GET_BROKER_CLUSTER_INFO and
+    UPDATE_AND_CREATE_TOPIC, replies to requests...). The message names the request and says what
+    to use instead.
+
+    Args:
+        address: the endpoint that refused.
+        request_code: the refused request's code (a ``RequestCode`` member is named in the message).
+        instead: what needs the request and what to use instead, as a sentence.
+
+    Attributes:
+        address: the endpoint that refused.
+        request_code: the refused request's code.
+    """
+
+    def __init__(self, address: str, request_code: int, instead: str) -> None:
+        self.address = address
+        self.request_code = int(request_code)
+        name = f"{request_code.name} " if isinstance(request_code, IntEnum) else ""
+        super().__init__(
+            RequestCodeNotSupported.response_code or 3,
+            f"{address} does not serve {name}(request code {self.request_code}), as a 5.x Proxy "
+            f"does not: {instead}",
+        )
 
 
 @_register

@@ -20,6 +20,8 @@ Every error the SDK raises on purpose is a :class:`RocketMQError`. The tree::
     │       └── TlsMismatch           TLS on one side, plaintext on the other (most probably)
     ├── BrokerError                   the broker or NameServer answered with a non-success code
     │   ├── one subclass per response code (registry: :func:`broker_error_for`)
+    │   ├── RequestCodeNotSupported (3)
+    │   │   └── UnsupportedByProxy    a request a 5.x Proxy does not serve; says what to use instead
     │   └── NoPermission (16)
     │       └── AuthenticationFailed  wrong secret, unknown access key, no credentials (ACL)
     ├── ClientError                   the caller asked for something invalid (no I/O happened)
@@ -115,6 +117,7 @@ from rocketmq_py._errors_broker import (
     TransactionShouldRollback,
     TransactionStateGroupWrong,
     TransactionStateUnknown,
+    UnsupportedByProxy,
     VersionNotSupported,
     broker_error_class,
     broker_error_for,
@@ -194,6 +197,7 @@ __all__ = [
     "TransactionStateUnknown",
     "TransportError",
     "UnknownSerializeType",
+    "UnsupportedByProxy",
     "VersionNotSupported",
     "broker_error_class",
     "broker_error_for",
@@ -224,6 +228,7 @@ for _cls in (
     BrokerSystemError,
     SystemBusy,
     RequestCodeNotSupported,
+    UnsupportedByProxy,
     TransactionFailed,
     FlushDiskTimeout,
     SlaveNotAvailable,

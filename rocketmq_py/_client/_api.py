@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from rocketmq_py._transport import ConnectionPool
-from rocketmq_py.errors import MalformedHeader, broker_error_for
+from rocketmq_py.errors import MalformedHeader, UnsupportedByProxy, broker_error_for
 from rocketmq_py.protocol import (
     ConsumerListBody,
     ConsumerSendMsgBackRequestHeader,
@@ -58,12 +58,11 @@ from rocketmq_py.protocol._pull_request import PullFrames
 
 __all__ = ["RemotingApi", "SendReply", "send_header_fields", "send_reply"]
 
-#: The remark of a reply refused by a server that does not take replies (a 5.x Proxy: its
+#: What a reply refused by a server that does not take replies says to do (a 5.x Proxy: its
 #: ``RemotingProtocolServer`` registers no SEND_REPLY_MESSAGE_V2, and the broker's push of the
 #: reply to the requester could not reach a client connected to the Proxy anyway).
 _NO_REPLIES: Final = (
-    "{address} does not take replies (SEND_REPLY_MESSAGE_V2), as a 5.x Proxy does not: "
-    "request-reply needs both sides connected to the NameServer and brokers directly"
+    "it takes no replies, and request-reply needs both sides connected to the NameServer and brokers directly"
 )
 # Codes a send reply may carry and still mean "stored" (Java: SEND_OK and the three store warnings).
 _SEND_OK_CODES = frozenset(
@@ -226,7 +225,7 @@ class RemotingApi:
         self.peer_versions[address] = answer.version
         if answer.code not in _SEND_OK_CODES:
             if reply and answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-                raise broker_error_for(answer.code, _NO_REPLIES.format(address=address))
+                raise UnsupportedByProxy(address, RequestCode.SEND_REPLY_MESSAGE_V2, _NO_REPLIES)
             raise broker_error_for(answer.code, answer.remark)
         return send_reply(answer)
 

@@ -15,6 +15,11 @@ to every master of the cluster; for an order topic, PUT_KV_CONFIG (code 100) of 
 ``ORDER_TOPIC_CONFIG`` entry ``"brokerA:n;brokerB:n"`` on every NameServer; then wait until the
 NameServer's route shows the queues (brokers register the new topic right away).
 
+A 5.x Proxy given as the NameServer serves routes but none of these admin calls (its
+``RemotingProtocolServer`` registers neither GET_BROKER_CLUSTER_INFO nor UPDATE_AND_CREATE_TOPIC
+nor PUT_KV_CONFIG): its refusal becomes :class:`~rocketmq_py.errors.UnsupportedByProxy`, which
+says which command needs the call and to give the NameServer instead.
+
 A broker can leave the NameServer with a stale queue count for an existing topic whose queues
 changed: its periodic registration may copy the topic table before the update and the data
 version after it, and the NameServer then drops the update's own registration as "same version"
@@ -28,11 +33,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import trio
 
-from rocketmq_py.errors import ClientError, MalformedBody, RouteNotFound, TopicNotExist, TransportError
+from rocketmq_py.errors import (
+    ClientError,
+    MalformedBody,
+    RequestCodeNotSupported,
+    RouteNotFound,
+    TopicNotExist,
+    TransportError,
+    UnsupportedByProxy,
+)
 from rocketmq_py.lowlevel import (
     AUTO_CREATE_TOPIC_KEY,
     MASTER_ID,
@@ -43,6 +56,8 @@ from rocketmq_py.lowlevel import (
 )
 from rocketmq_py.protocol import (
     BrokerData,
+    CustomHeader,
+    RemotingCommand,
     RequestCode,
     TopicRouteData,
     UpdateAndCreateTopicRequestHeader,
@@ -51,6 +66,7 @@ from rocketmq_py.protocol import (
 
 __all__ = [
     "DEFAULT_TOPIC_PERM",
+    "NOT_THROUGH_A_PROXY",
     "ORDER_TOPIC_CONFIG",
     "Admin",
     "ClusterInfo",
@@ -71,6 +87,14 @@ T = TypeVar("T")
 ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 #: Read and write (Java ``TopicConfig`` default perm, ``PermName.PERM_READ | PERM_WRITE``).
 DEFAULT_TOPIC_PERM = PERM_READ | PERM_WRITE
+#: Why the CLI makes each admin call a 5.x Proxy does not serve (see the module docstring).
+NOT_THROUGH_A_PROXY: Final[Mapping[int, str]] = {
+    RequestCode.GET_BROKER_CLUSTER_INFO: "`topic create` and `group inspect` list the brokers with it",
+    RequestCode.UPDATE_AND_CREATE_TOPIC: "`topic create` creates the topic on each broker with it",
+    RequestCode.PUT_KV_CONFIG: "`topic create --order` stores the order conf on the NameServer with it",
+}
+#: What to use instead, after the reason.
+_USE_THE_NAMESRV = "give the NameServer (-n HOST:PORT, port 9876 by default) instead of the Proxy"
 #: Seconds between route polls while waiting for a new topic to appear.
 ROUTE_POLL_INTERVAL = 0.2
 #: Seconds a broker may show other queue counts than asked before it is made to register again (a
@@ -242,6 +266,21 @@ class Admin:
         assert last is not None
         raise type(last)(f"no NameServer answered ({', '.join(self.namesrv_addrs)}): {last}") from last
 
+    async def call(self, address: str, code: int, header: CustomHeader | None = None) -> RemotingCommand:
+        """One admin request; a refusal of a code in :data:`NOT_THROUGH_A_PROXY` says why it is needed.
+
+        Raises:
+            UnsupportedByProxy: ``address`` does not serve ``code`` (a 5.x Proxy).
+            BrokerError: any other refusal.
+        """
+        try:
+            return await self.api.call(address, code, header)
+        except RequestCodeNotSupported:
+            reason = NOT_THROUGH_A_PROXY.get(code)
+            if reason is None:
+                raise
+            raise UnsupportedByProxy(address, code, f"{reason}; {_USE_THE_NAMESRV}") from None
+
     async def route(self, topic: str) -> TopicRouteData:
         """The NameServer's route for ``topic``.
 
@@ -257,7 +296,7 @@ class Admin:
         """GET_BROKER_CLUSTER_INFO (code 106): every broker and cluster the NameServer knows."""
 
         async def call(address: str) -> ClusterInfo:
-            reply = await self.api.call(address, RequestCode.GET_BROKER_CLUSTER_INFO)
+            reply = await self.call(address, RequestCode.GET_BROKER_CLUSTER_INFO)
             return parse_cluster_info(reply.body)
 
         return await self._ask_namesrv(call)
@@ -292,13 +331,13 @@ class Admin:
         header = topic_header(topic, queues, perm=perm, order=order)
         created = []
         for name in sorted(masters):
-            await self.api.create_topic(masters[name], header)
+            await self.call(masters[name], RequestCode.UPDATE_AND_CREATE_TOPIC, header)
             created.append(CreatedQueues(name, masters[name], queues, perm, order))
         if order:
             conf = order_conf({name: queues for name in masters})
             kv = PutKVConfigRequestHeader(namespace=ORDER_TOPIC_CONFIG, key=topic, value=conf)
             for address in self.namesrv_addrs:  # Java: every NameServer, not just one
-                await self.api.call(address, RequestCode.PUT_KV_CONFIG, kv)
+                await self.call(address, RequestCode.PUT_KV_CONFIG, kv)
         return created
 
     async def wait_for_route(

@@ -44,7 +44,8 @@ async def run_consume(command: ConsumeCommand, out: TextIO, err: TextIO) -> int:
         for msg in msgs:
             if command.count is not None and printed >= command.count:
                 await trio.sleep_forever()  # cancelled, uncommitted, when the consumer closes
-            name = brokers.get(msg.store_host)
+            # The consumer names the queue's broker; the route's addresses are a Proxy's behind one.
+            name = msg.broker_name or brokers.get(msg.store_host)
             if command.json:
                 out.write(json.dumps(message_json(msg, name), ensure_ascii=False) + "\n")
             else:

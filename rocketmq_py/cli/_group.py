@@ -1,7 +1,10 @@
 """``group inspect``: gather a group's members and their running info from the brokers.
 
 1. The masters: those of the topic's route when a topic is given, else every master the NameServer
-   knows (GET_BROKER_CLUSTER_INFO).
+   knows (GET_BROKER_CLUSTER_INFO). The cluster table is asked for either way: a 5.x Proxy given
+   as the NameServer refuses it (:class:`~rocketmq_py.errors.UnsupportedByProxy`), before its
+   consumer list, which holds only the clients connected to that Proxy, and its refusal of
+   GET_CONSUMER_RUNNING_INFO could make a report of members that "did not answer".
 2. The member ids: GET_CONSUMER_LIST_BY_GROUP (38) on every master, merged (a member registers with
    each broker by heartbeat; a broker may lag a heartbeat behind).
 3. Each member's running info: GET_CONSUMER_RUNNING_INFO (307) with ``consumerGroup`` and
@@ -31,7 +34,13 @@ __all__ = ["collect_group", "consumer_ids", "group_masters", "running_info"]
 
 
 async def group_masters(admin: Admin, topic: str | None) -> dict[str, str]:
-    """Broker name -> master address: the topic's brokers, or every broker the NameServer knows."""
+    """Broker name -> master address: the topic's brokers, or every broker the NameServer knows.
+
+    Raises:
+        UnsupportedByProxy: the NameServer given is a 5.x Proxy (see the module docstring).
+        RouteNotFound: the given topic has no route.
+    """
+    info = await admin.get_broker_cluster_info()
     if topic is not None:
         route = await admin.route(topic)
         return {
@@ -39,7 +48,6 @@ async def group_masters(admin: Admin, topic: str | None) -> dict[str, str]:
             for b in route.broker_datas
             if MASTER_ID in b.broker_addrs
         }
-    info = await admin.get_broker_cluster_info()
     return {
         name: b.broker_addrs[MASTER_ID] for name, b in info.brokers.items() if MASTER_ID in b.broker_addrs
     }
@@ -88,6 +96,7 @@ async def collect_group(admin: Admin, group: str, topic: str | None) -> GroupRep
     """Ask the brokers about ``group`` (see the module docstring) and compare.
 
     Raises:
+        UnsupportedByProxy: the NameServer given is a 5.x Proxy.
         RouteNotFound: the given topic has no route.
         TransportError: no broker could be reached.
     """

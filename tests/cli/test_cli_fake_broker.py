@@ -113,6 +113,41 @@ async def test_topic_create_in_an_unknown_cluster(
     assert fake.requests(RequestCode.UPDATE_AND_CREATE_TOPIC) == []
 
 
+@pytest.mark.parametrize(
+    ("refused", "options", "needed_by"),
+    [
+        (RequestCode.GET_BROKER_CLUSTER_INFO, [], "`topic create` and `group inspect` list the brokers"),
+        (RequestCode.UPDATE_AND_CREATE_TOPIC, [], "`topic create` creates the topic on each broker"),
+        (
+            RequestCode.PUT_KV_CONFIG,
+            ["--order"],
+            "`topic create --order` stores the order conf on the NameServer",
+        ),
+    ],
+)
+async def test_topic_create_through_a_proxy_names_the_limitation(
+    fake: FakeBroker,
+    capsys: pytest.CaptureFixture[str],
+    refused: RequestCode,
+    options: list[str],
+    needed_by: str,
+) -> None:
+    """A 5.x Proxy registers none of the three (rocketmq-proxy ``RemotingProtocolServer``
+    ``registerRemotingServer``) and answers REQUEST_CODE_NOT_SUPPORTED: the command names the call,
+    what needs it and to give the NameServer, not "request type 106 not supported". Through a real
+    Proxy: ``integration/test_proxy.py``."""
+    fake.refuse(refused)
+    code = await run("-n", fake.address, "topic", "create", "T2", "--queues", "1", *options)
+    assert code == EXIT_ERROR
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("rocketmq-py: error: broker answered code 3 (UnsupportedByProxy): ")
+    assert line.endswith(
+        f"{fake.address} does not serve {refused.name} (request code {int(refused)}), as a 5.x Proxy "
+        f"does not: {needed_by} with it; give the NameServer (-n HOST:PORT, port 9876 by default) "
+        "instead of the Proxy"
+    )
+
+
 async def test_route_of_an_unknown_topic(fake: FakeBroker, capsys: pytest.CaptureFixture[str]) -> None:
     assert await run("-n", fake.address, "route", "Nope") == EXIT_ERROR
     assert capsys.readouterr().err == (

@@ -142,3 +142,20 @@ async def test_a_consumer_that_is_not_online(fake: Fake, capsys: pytest.CaptureF
 async def test_unknown_topic(fake: Fake, capsys: pytest.CaptureFixture[str]) -> None:
     assert await run("-n", fake.address, "group", "inspect", "g1", "Nope") == EXIT_ERROR
     assert "no route info for topic 'Nope'" in capsys.readouterr().err
+
+
+async def test_through_a_proxy_it_fails_before_asking_for_members(
+    fake: Fake, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 5.x Proxy serves GET_CONSUMER_LIST_BY_GROUP from its own clients only and refuses
+    GET_BROKER_CLUSTER_INFO and GET_CONSUMER_RUNNING_INFO (rocketmq-proxy ``RemotingProtocolServer``
+    ``registerRemotingServer``; ``ConsumerManagerActivity.getConsumerListByGroup``): the command
+    fails on the cluster table, which it asks for first, instead of reporting every member as not
+    answering. Through a real Proxy: ``integration/test_proxy.py``."""
+    fake.broker.refuse(RequestCode.GET_BROKER_CLUSTER_INFO)
+    fake.broker.refuse(RequestCode.GET_CONSUMER_RUNNING_INFO)
+    assert await run("-n", fake.address, "group", "inspect", "g1", "T") == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "UnsupportedByProxy" in err
+    assert f"{fake.address} does not serve GET_BROKER_CLUSTER_INFO (request code 106)" in err
+    assert fake.broker.requests(RequestCode.GET_CONSUMER_LIST_BY_GROUP) == []

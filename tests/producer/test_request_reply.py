@@ -21,10 +21,10 @@ from rocketmq_py import create_reply
 from rocketmq_py.errors import (
     ClientError,
     InvalidMessage,
-    RequestCodeNotSupported,
     RequestReplyTimeout,
     RequestTimeout,
     ReservedProperty,
+    UnsupportedByProxy,
 )
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.protocol import (
@@ -319,7 +319,8 @@ async def test_a_reply_refused_by_a_proxy_says_request_reply_needs_a_direct_rout
     broker.refuse(RequestCode.SEND_REPLY_MESSAGE_V2)
     async with Producer("pg-responder", namesrv=broker.address) as producer:
         with pytest.raises(
-            RequestCodeNotSupported, match=r"does not take replies .* as a 5\.x Proxy does not"
+            UnsupportedByProxy,
+            match=r"does not serve SEND_REPLY_MESSAGE_V2 .* as a 5\.x Proxy does not: it takes no replies",
         ):
             await producer.send(create_reply(_request_message(), b"answer"))
     assert len(broker.requests(RequestCode.SEND_REPLY_MESSAGE_V2)) == 1

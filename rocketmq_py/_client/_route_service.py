@@ -28,6 +28,7 @@ from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._route import (
     AUTO_CREATE_TOPIC_KEY,
     DEFAULT_TOPIC_QUEUE_NUMS,
+    MASTER_ID,
     FoundBroker,
     TopicPublishInfo,
     broker_addresses,
@@ -147,9 +148,25 @@ class RouteService:
         if found is None:
             await self.update(topic)
             found = self.find_broker(broker_name)
+        elif found.broker_id != MASTER_ID:
+            found = await self.recheck_masterless(topic, broker_name) or found
         if found is None:
             raise RouteNotFound(topic, self.namesrv_addrs, f"broker {broker_name} has no address")
         return found.address
+
+    async def recheck_masterless(self, topic: str, broker_name: str) -> FoundBroker | None:
+        """While ``broker_name`` has no master in the cache, fetch ``topic``'s route again
+        (:meth:`recheck`: at most once a second) and look again; ``None`` if nothing changed.
+
+        In controller mode a route fetched during an election lists only the group's slaves, and
+        nothing fails on them (a slave serves pulls and takes offsets), so no error would send the
+        client to the NameServer before its next poll (30 s): its offsets went to a slave that the
+        new master never reads (``integration/test_chaos.py``'s controller phase).
+        """
+        if self.master_address(broker_name) is not None:
+            return None
+        await self.recheck(topic)
+        return self.find_broker(broker_name)
 
     def brokers_with_master(self) -> dict[str, str]:
         """Broker name -> master address, for heartbeats."""

@@ -119,6 +119,8 @@ async def pull_once(
     """
     sub = subscriptions.get(mq.topic)
     found = routes.find_broker(mq.broker_name, broker_id)
+    if found is not None and broker_id == MASTER_ID and found.broker_id != MASTER_ID:
+        found = await routes.recheck_masterless(mq.topic, mq.broker_name) or found  # an election?
     if sub is None or found is None:
         await refresh_quietly(routes, mq.topic)
         return PullOnce(broker_id=broker_id, retry_delay_ms=PULL_TIME_DELAY_WHEN_EXCEPTION_MS)

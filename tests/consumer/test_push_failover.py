@@ -117,3 +117,48 @@ async def test_an_orderly_lock_lost_to_a_dead_master_is_taken_again_on_the_new_o
         await cluster.wait_until(lambda: len(recorder.messages) == 2)
         assert trio.current_time() - listed_at < FOLLOW_LIMIT  # virtual time
     assert recorder.bodies()[-1] == b"after the election"
+
+
+async def test_offsets_follow_the_master_elected_after_a_route_that_listed_none(
+    cluster: Cluster,
+    elected: FakeBroker,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A route fetched during the election lists ``broker-a``'s slaves only. Nothing fails on a slave
+    (it serves pulls and takes offsets), so no error sent the member back to the NameServer: it
+    pulled from the lowest slave and committed there until the next rebalance or route poll, and
+    the new master never saw the group's progress (the CI run of the controller chaos phase: the
+    concurrent group's offsets on the new master stayed at the slave's pre-kill copy). While a
+    broker has no master the member asks the NameServer again, at most once a second a topic."""
+    a0 = cluster.queues()[0]
+    async with FakeBroker(broker_name="broker-a") as other:  # the replica the controller passes over
+        other.add_topic(cluster.topic, queues=2)
+        other.add_topic(cluster.retry, queues=1)
+        async with make_consumer(persist_interval=1):
+            cluster.put(a0, 1)
+            await cluster.wait_until(lambda: len(recorder.messages) == 1)
+            await kill_master(cluster, elected, a0)
+            other.put_messages(
+                a0.queue_id, [Message(m.topic, m.body) for m in elected.messages(cluster.topic, 0)]
+            )
+            slaves = BrokerData(
+                cluster="DefaultCluster",
+                broker_name="broker-a",
+                broker_addrs={1: other.address, 2: elected.address},
+            )
+            for topic, queues in ((cluster.topic, 2), (cluster.retry, 1)):
+                listed = route(other, cluster.b, queues=queues)
+                cluster.namesrv.set_route(
+                    topic,
+                    TopicRouteData(
+                        queue_datas=listed.queue_datas, broker_datas=(slaves, listed.broker_datas[1])
+                    ),
+                )
+            await cluster.wait_until(lambda: len(recorder.messages) == 2)  # read from a slave
+            elect(cluster, elected)
+            listed_at = trio.current_time()
+            key = (cluster.group, cluster.topic, a0.queue_id)
+            await cluster.wait_until(lambda: elected.consumer_offsets.get(key, 0) >= 2, timeout=FOLLOW_LIMIT)
+            assert trio.current_time() - listed_at < FOLLOW_LIMIT  # virtual time

@@ -72,6 +72,25 @@ def elect(cluster: Cluster, elected: FakeBroker) -> None:
     cluster.namesrv.set_route(cluster.retry, route(elected, cluster.b, queues=1))
 
 
+async def consume_across_the_election(
+    cluster: Cluster, elected: FakeBroker, consumer: PushConsumer, recorder: Recorder, *, listed_after: float
+) -> None:
+    """One message from ``broker-a``'s first master, then its kill; ``listed_after`` seconds later the
+    NameServer lists ``elected``; the member must deliver what only ``elected`` holds within
+    :data:`FOLLOW_LIMIT` of that (virtual time)."""
+    a0 = cluster.queues()[0]
+    async with consumer:
+        cluster.put(a0, 1)
+        await cluster.wait_until(lambda: len(recorder.messages) == 1)
+        await kill_master(cluster, elected, a0)
+        await trio.sleep(listed_after)
+        elect(cluster, elected)
+        listed_at = trio.current_time()
+        await cluster.wait_until(lambda: len(recorder.messages) == 2)
+        assert trio.current_time() - listed_at < FOLLOW_LIMIT  # virtual time
+    assert recorder.bodies()[-1] == b"after the election"
+
+
 @pytest.mark.parametrize("orderly", [False, True], ids=["concurrent", "orderly"])
 async def test_a_member_pulls_from_the_master_elected_after_a_kill(
     cluster: Cluster,
@@ -83,16 +102,9 @@ async def test_a_member_pulls_from_the_master_elected_after_a_kill(
 ) -> None:
     """A pull the dead address refused asks the NameServer again (at most once a second a topic),
     so the next pull goes to the new master, not the one the next rebalance or route poll finds."""
-    a0 = cluster.queues()[0]
-    async with make_consumer(orderly=orderly):
-        cluster.put(a0, 1)
-        await cluster.wait_until(lambda: len(recorder.messages) == 1)
-        await kill_master(cluster, elected, a0)
-        elect(cluster, elected)
-        killed_at = trio.current_time()
-        await cluster.wait_until(lambda: len(recorder.messages) == 2)
-        assert trio.current_time() - killed_at < FOLLOW_LIMIT  # virtual time
-    assert recorder.bodies()[-1] == b"after the election"
+    await consume_across_the_election(
+        cluster, elected, make_consumer(orderly=orderly), recorder, listed_after=0
+    )
 
 
 async def test_an_orderly_lock_lost_to_a_dead_master_is_taken_again_on_the_new_one(
@@ -106,17 +118,10 @@ async def test_an_orderly_lock_lost_to_a_dead_master_is_taken_again_on_the_new_o
     member counts its queues unlocked and pulls nothing from them. The renewal is tried again 3 s
     later, not 20 s (Java's ``lockAll`` period), so the queues lock on the new master soon after it
     is listed."""
-    a0 = cluster.queues()[0]
-    async with make_consumer(orderly=True):
-        cluster.put(a0, 1)
-        await cluster.wait_until(lambda: len(recorder.messages) == 1)
-        await kill_master(cluster, elected, a0)
-        await trio.sleep(21)  # one renewal, refused: the route still names the dead master
-        elect(cluster, elected)
-        listed_at = trio.current_time()
-        await cluster.wait_until(lambda: len(recorder.messages) == 2)
-        assert trio.current_time() - listed_at < FOLLOW_LIMIT  # virtual time
-    assert recorder.bodies()[-1] == b"after the election"
+    # One renewal in the 21 s, refused: the route still names the dead master.
+    await consume_across_the_election(
+        cluster, elected, make_consumer(orderly=True), recorder, listed_after=21
+    )
 
 
 async def test_offsets_follow_the_master_elected_after_a_route_that_listed_none(

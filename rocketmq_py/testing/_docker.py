@@ -12,6 +12,11 @@ bridge network's private addresses and no port-publishing proxy in between. Each
 configuration is written by its own command before the JVM starts, so a restarted container boots
 with the same settings and its store (kept in the container's file system).
 
+With ``proxy=True`` (5.x) a Proxy in cluster mode runs in a container of its own in front of the
+brokers, as the jar backend's does (``rmq-proxy.json`` from
+:func:`~rocketmq_py.testing._jvm_nodes.proxy_config`, ``bin/mqproxy``): :attr:`DockerCluster.proxy_addr`
+is its remoting port, which clients take as their NameServer (``client_options(proxy=True)``).
+
 ``mqadmin`` runs inside the NameServer's container (the image carries the tool), so a machine with
 Docker and no Java can create topics.
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import random
 import shlex
@@ -33,6 +39,7 @@ from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._cluster import BrokerInfo, Cluster, broker_names
 from rocketmq_py.testing._distribution import DEFAULT_VERSION
 from rocketmq_py.testing._image import LOCAL_REPOSITORY, engine_problem, image_for
+from rocketmq_py.testing._jvm_nodes import PROXY_BOOT, proxy_config
 from rocketmq_py.testing._local import broker_config, pick_port_block, render_properties
 from rocketmq_py.testing._processes import on_exit, pid_alive
 from rocketmq_py.testing._tools import ToolResult
@@ -42,6 +49,7 @@ __all__ = ["DockerCluster", "docker_available"]
 _STORE = PurePosixPath("/home/rocketmq/store")
 _NAMESRV_JAVA_OPT = "-Xms128m -Xmx256m"
 _BROKER_JAVA_OPT = "-Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m"
+_PROXY_JAVA_OPT = "-Xms128m -Xmx384m -XX:MaxDirectMemorySize=256m"
 _LABEL = "org.rocketmq-py.cluster"
 
 
@@ -63,13 +71,34 @@ def docker_available() -> bool:
 
 def _start_command(conf_path: str, conf: Mapping[str, str], script: str) -> str:
     """A shell command that writes ``conf`` to ``conf_path`` and then runs ``sh <script> -c <conf>``."""
-    lines = render_properties(conf).splitlines()
+    return _write_then_run(conf_path, render_properties(conf), f"{script} -c {conf_path}")
+
+
+def _proxy_command(conf_path: str, conf: Mapping[str, object]) -> str:
+    """A shell command that writes the Proxy's ``rmq-proxy.json`` and starts it in cluster mode."""
+    return _write_then_run(conf_path, json.dumps(dict(conf)), f"mqproxy -pc {conf_path} -pm cluster")
+
+
+def _write_then_run(conf_path: str, text: str, script_args: str) -> str:
+    lines = text.splitlines()
     write = "printf '%s\\n' " + " ".join(shlex.quote(line) for line in lines) + f" > {conf_path}"
-    return f"sh -c {shlex.quote(f'{write} && exec sh {script} -c {conf_path}')}"
+    return f"sh -c {shlex.quote(f'{write} && exec sh {script_args}')}"
 
 
 class DockerCluster(Cluster):
-    """A NameServer and ``brokers`` brokers, one container each, on the host's network."""
+    """A NameServer and ``brokers`` brokers, one container each, on the host's network.
+
+    Args:
+        brokers: how many brokers (``broker-a``, ``broker-b``, ...).
+        version: the RocketMQ release.
+        boot_timeout: seconds each container may take to log its boot line.
+        image: the image to run (default: ours when built here, else ``apache/rocketmq:<version>``).
+        proxy: (5.x) a Proxy in cluster mode in front of the brokers, in a container of its own:
+            :attr:`proxy_addr` is its remoting port, :attr:`proxy_grpc_addr` its gRPC port.
+
+    Raises:
+        ClusterError: ``proxy`` with a 4.x release (it has no Proxy).
+    """
 
     backend = "docker"
 
@@ -80,8 +109,14 @@ class DockerCluster(Cluster):
         version: str = DEFAULT_VERSION,
         boot_timeout: float = 180.0,
         image: str | None = None,
+        proxy: bool = False,
     ) -> None:
         super().__init__(version)
+        if proxy and version.startswith("4."):
+            raise ClusterError(f"RocketMQ {version} has no Proxy: it came with 5.0")
+        self._with_proxy = proxy
+        self._proxy: Any = None
+        self._proxy_ports = (0, 0)
         self._names = broker_names(brokers)
         self._boot_timeout = boot_timeout
         self._image = image
@@ -101,6 +136,16 @@ class DockerCluster(Cluster):
     @property
     def namesrv_addr(self) -> str:
         return f"127.0.0.1:{self._namesrv_port}"
+
+    @property
+    def proxy_addr(self) -> str | None:
+        """``127.0.0.1:port`` of the Proxy's remoting port (``proxy=True``), else ``None``."""
+        return f"127.0.0.1:{self._proxy_ports[0]}" if self._with_proxy else None
+
+    @property
+    def proxy_grpc_addr(self) -> str | None:
+        """``127.0.0.1:port`` of the Proxy's gRPC port (``proxy=True``), else ``None``."""
+        return f"127.0.0.1:{self._proxy_ports[1]}" if self._with_proxy else None
 
     @property
     def brokers(self) -> list[BrokerInfo]:
@@ -148,6 +193,8 @@ class DockerCluster(Cluster):
         self._namesrv_port = pick_port_block([0], taken, random.Random())
         for name in self._names:
             self._ports[name] = pick_port_block([-2, 0, 1], taken)
+        if self._with_proxy:
+            self._proxy_ports = (pick_port_block([0], taken), pick_port_block([0], taken))
         try:
             command = _start_command(
                 "/tmp/namesrv.conf", {"listenPort": str(self._namesrv_port)}, "mqnamesrv"
@@ -167,6 +214,12 @@ class DockerCluster(Cluster):
             for container in self._brokers.values():
                 self._wait_log(container, "boot success")
             self.wait_until_registered()
+            if self._with_proxy:
+                proxy_conf = proxy_config(self.cluster_name, self.namesrv_addr, *self._proxy_ports)
+                command = _proxy_command("/tmp/rmq-proxy.json", proxy_conf)
+                self._proxy = self._container(command, _PROXY_JAVA_OPT)
+                self._proxy.start()
+                self._wait_log(self._proxy, PROXY_BOOT)
         except BaseException:
             self.stop()
             raise
@@ -248,7 +301,7 @@ class DockerCluster(Cluster):
             return
         self._stopped = True
         self._cancel_exit()
-        for container in [*self._brokers.values(), self._namesrv]:
+        for container in [self._proxy, *self._brokers.values(), self._namesrv]:
             if container is not None:
                 with contextlib.suppress(Exception):
                     container.stop()

@@ -10,9 +10,11 @@ On machines with a Docker engine but no registry (air-gapped CI, these build mac
 2. ``rocketmq-py/rocketmq:<version>``: that base plus the RocketMQ server jars (NameServer, broker
    and mqadmin, resolved from Maven Central as the jar backend does) in
    ``/home/rocketmq/rocketmq-<version>/lib`` and the scripts ``bin/mqnamesrv``, ``bin/mqbroker`` and
-   ``bin/mqadmin``. The layout is the upstream image's: ``ROCKETMQ_HOME`` there, working directory
+   ``bin/mqadmin``; for a 5.x release also the Proxy (``rocketmq-proxy`` and its dependencies, as
+   the jar backend resolves them) in ``lib-proxy`` and ``bin/mqproxy``. The layout is the upstream image's: ``ROCKETMQ_HOME`` there, working directory
    ``bin``, user ``rocketmq``; the scripts take the same arguments and add ``JAVA_OPT_EXT`` to the
-   JVM's options, so ``sh mqnamesrv`` and ``sh mqbroker -c FILE`` work in both images.
+   JVM's options, so ``sh mqnamesrv``, ``sh mqbroker -c FILE`` and ``sh mqproxy -pc FILE -pm cluster``
+   work in both images.
 
 Each image carries a label with a hash of its recipe; a present image with the same hash is reused
 (building is once per machine: about a minute for the base, seconds per version).
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from rocketmq_py.errors import ClusterError
-from rocketmq_py.testing._distribution import DEFAULT_VERSION, resolve_server
+from rocketmq_py.testing._distribution import DEFAULT_VERSION, resolve_proxy, resolve_server
 
 __all__ = [
     "BASE_IMAGE",
@@ -73,7 +75,7 @@ _SCRIPT: Final = """#!/bin/sh
 home=$(cd "$(dirname "$0")/.." && pwd)
 export ROCKETMQ_HOME="${{ROCKETMQ_HOME:-$home}}"
 exec java ${{JAVA_OPT:-{heap}}} {flags} $JAVA_OPT_EXT -Drocketmq.home.dir="$ROCKETMQ_HOME" \\
-  -cp "$ROCKETMQ_HOME/lib/*" {main} "$@"
+  -cp "$ROCKETMQ_HOME/{lib}/*" {main} "$@"
 """
 
 _MAINS: Final = {
@@ -85,6 +87,15 @@ _MAINS: Final = {
     ),
     "mqadmin": ("The admin tool", "-Xms64m -Xmx256m", "org.apache.rocketmq.tools.command.MQAdminStartup"),
 }
+#: The Proxy (5.x): its own jars (``rocketmq-proxy``'s dependencies differ from the server's in a few
+#: versions), in ``lib-proxy``.
+_PROXY_SCRIPT: Final = (
+    "mqproxy",
+    "The Proxy",
+    "-Xms128m -Xmx384m -XX:MaxDirectMemorySize=256m",
+    "org.apache.rocketmq.proxy.ProxyStartup",
+)
+_PROXY_LIB: Final = "lib-proxy"
 
 _DOCKERFILE: Final = f"""FROM {BASE_IMAGE}
 ENV ROCKETMQ_VERSION={{version}} ROCKETMQ_HOME=/home/rocketmq/rocketmq-{{version}} LANG=C.UTF-8
@@ -221,8 +232,22 @@ def _build_base(client: Any, log: Callable[[str], None]) -> None:
     log(f"{BASE_IMAGE} built in {time.monotonic() - started:.0f} s")
 
 
-def _context(version: str, jars: list[Path], recipe: str) -> bytes:
-    """The build context: the Dockerfile and rocketmq-<version>/{lib,bin,conf,store} as a tar."""
+def _scripts(proxy: bool) -> dict[str, str]:
+    """``bin/<name>`` -> its text: the NameServer, broker and mqadmin, and ``mqproxy`` with ``proxy``."""
+    scripts = {
+        name: _SCRIPT.format(what=what, name=name, heap=heap, flags=_JAVA_FLAGS, main=main, lib="lib")
+        for name, (what, heap, main) in _MAINS.items()
+    }
+    if proxy:
+        name, what, heap, main = _PROXY_SCRIPT
+        scripts[name] = _SCRIPT.format(
+            what=what, name=name, heap=heap, flags=_JAVA_FLAGS, main=main, lib=_PROXY_LIB
+        )
+    return scripts
+
+
+def _context(version: str, jars: list[Path], proxy_jars: list[Path], recipe: str) -> bytes:
+    """The build context: the Dockerfile and rocketmq-<version>/{lib,lib-proxy,bin,conf,store} as a tar."""
     buf = io.BytesIO()
     top = f"rocketmq-{version}"
 
@@ -243,11 +268,14 @@ def _context(version: str, jars: list[Path], recipe: str) -> bytes:
         add_text("Dockerfile", _DOCKERFILE.format(version=version, recipe=recipe))
         for folder in ("", "/bin", "/lib", "/conf", "/store", "/logs"):
             add_dir(top + folder)
-        for name, (what, heap, main) in _MAINS.items():
-            script = _SCRIPT.format(what=what, name=name, heap=heap, flags=_JAVA_FLAGS, main=main)
+        for name, script in _scripts(bool(proxy_jars)).items():
             add_text(f"{top}/bin/{name}", script, 0o755)
         for jar in jars:
             tar.add(jar, arcname=f"{top}/lib/{jar.name}")
+        if proxy_jars:
+            add_dir(f"{top}/{_PROXY_LIB}")
+        for jar in proxy_jars:
+            tar.add(jar, arcname=f"{top}/{_PROXY_LIB}/{jar.name}")
     return buf.getvalue()
 
 
@@ -265,18 +293,24 @@ def build_image(version: str = DEFAULT_VERSION, *, log: Callable[[str], None] | 
     try:
         _build_base(client, say)
         jars = sorted(resolve_server(version).lib.glob("*.jar"))
-        scripts = "".join(
-            _SCRIPT.format(what=w, name=n, heap=h, flags=_JAVA_FLAGS, main=m)
-            for n, (w, h, m) in _MAINS.items()
+        # 4.x has no Proxy; an image built before the Proxy was added has another recipe, so it is rebuilt.
+        proxy_jars = [] if version.startswith("4.") else sorted(resolve_proxy(version).lib.glob("*.jar"))
+        scripts = "".join(_scripts(bool(proxy_jars)).values())
+        recipe = _recipe_hash(
+            _base_recipe(),
+            version,
+            scripts,
+            _DOCKERFILE,
+            *(j.name for j in jars),
+            *(f"{_PROXY_LIB}/{j.name}" for j in proxy_jars),
         )
-        recipe = _recipe_hash(_base_recipe(), version, scripts, _DOCKERFILE, *(j.name for j in jars))
         tag = local_image(version)
         if _labelled(client, tag) == recipe:
             say(f"{tag} is up to date")
             return tag
         started = time.monotonic()
-        context = _context(version, jars, recipe)
-        say(f"building {tag} ({len(jars)} jars, {len(context) // 2**20} MiB context)")
+        context = _context(version, jars, proxy_jars, recipe)
+        say(f"building {tag} ({len(jars) + len(proxy_jars)} jars, {len(context) // 2**20} MiB context)")
         try:
             client.images.build(
                 fileobj=io.BytesIO(context), custom_context=True, tag=tag, rm=True, pull=False

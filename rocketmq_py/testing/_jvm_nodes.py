@@ -24,6 +24,7 @@ from rocketmq_py.testing._tls import TlsFiles
 __all__ = [
     "BROKER_HEAP",
     "NAMESRV_HEAP",
+    "PROXY_BOOT",
     "PROXY_HEAP",
     "NodeLauncher",
     "no_tls_file",
@@ -46,6 +47,8 @@ _MODULE_FLAGS = [
 _NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
 _BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"
 _PROXY_MAIN = "org.apache.rocketmq.proxy.ProxyStartup"
+#: What a Proxy prints on its standard output once it serves (both backends wait for it).
+PROXY_BOOT = "rocketmq-proxy startup successfully"
 
 
 def node_log(workdir: Path, node: str) -> Path:

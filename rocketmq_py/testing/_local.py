@@ -51,7 +51,7 @@ from rocketmq_py.testing._distribution import (
     resolve_server,
     write_home_conf,
 )
-from rocketmq_py.testing._jvm_nodes import NodeLauncher, no_tls_file, node_log, proxy_config
+from rocketmq_py.testing._jvm_nodes import PROXY_BOOT, NodeLauncher, no_tls_file, node_log, proxy_config
 from rocketmq_py.testing._processes import (
     JvmProcess,
     Registry,
@@ -89,7 +89,6 @@ log = logging.getLogger(__name__)
 
 _NAMESRV_BOOT = "The Name Server boot success"
 _BROKER_BOOT = "boot success"
-_PROXY_BOOT = "rocketmq-proxy startup successfully"
 
 
 def _nothing() -> None:
@@ -294,7 +293,7 @@ class LocalCluster(Cluster):
                 t4 = time.monotonic()
                 conf = proxy_config(self.cluster_name, self.admin_namesrv_addr, *self._proxy_ports)
                 self._proxy = launcher.proxy(resolve_proxy(self.version), conf)
-                self._start_node("proxy", self._proxy, _PROXY_BOOT)
+                self._start_node("proxy", self._proxy, PROXY_BOOT)
                 self.timings["proxy"] = time.monotonic() - t4
         except BaseException:
             self.stop()
@@ -407,7 +406,7 @@ class LocalCluster(Cluster):
         """Kill the Proxy if it runs, start it again on the same ports, wait for its boot line."""
         proc = self._require_proxy()
         proc.kill()
-        self._start_node("proxy", proc, _PROXY_BOOT)
+        self._start_node("proxy", proc, PROXY_BOOT)
 
     def _require_proxy(self) -> JvmProcess:
         if self._proxy is None:

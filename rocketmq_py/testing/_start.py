@@ -67,7 +67,7 @@ def start_cluster(
         slaves: (jar backend) broker names that get one slave each.
         relay: (jar backend, 5.x) clients reach the brokers through a relay in this process, so that
             ``cluster.block_broker(name)`` can black-hole one (no root needed).
-        proxy: (jar backend, 5.x) a Proxy in cluster mode in front of the cluster:
+        proxy: (jar and docker backends, 5.x) a Proxy in cluster mode in front of the cluster:
             ``cluster.client_options(proxy=True)`` connects through it.
         clients_via_proxy: (with ``proxy``) ``cluster.namesrv_addr`` and ``cluster.client_options()``
             give the Proxy, so code written for a plain cluster runs through it.
@@ -83,11 +83,13 @@ def start_cluster(
     """
     version = version or os.environ.get("ROCKETMQ_VERSION") or DEFAULT_VERSION
     chosen = choose_backend(backend)
-    if chosen != "jar" and (acl or tls or slaves or relay or proxy or clients_via_proxy or controller):
+    if chosen != "jar" and (acl or tls or slaves or relay or clients_via_proxy or controller):
         raise ClusterError(
-            "ACL, TLS, slaves, the relay, the Proxy and a controller-mode group are only set up by "
-            f"the jar backend, not {chosen}"
+            "ACL, TLS, slaves, the relay, clients_via_proxy and a controller-mode group are only set "
+            f"up by the jar backend, not {chosen}"
         )
+    if proxy and chosen not in ("jar", "docker"):
+        raise ClusterError(f"a Proxy is set up by the jar and docker backends, not {chosen}")
     if controller:
         if brokers != 1 or acl or tls or slaves or relay or proxy:
             raise ClusterError(
@@ -104,7 +106,7 @@ def start_cluster(
     if chosen == "docker":
         from rocketmq_py.testing._docker import DockerCluster
 
-        return DockerCluster(brokers, version=version).start()
+        return DockerCluster(brokers, version=version, proxy=proxy).start()
     from rocketmq_py.testing._local import LocalCluster
 
     return LocalCluster(

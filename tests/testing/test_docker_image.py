@@ -4,6 +4,7 @@ start commands (no Docker engine needed)."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import tarfile
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from rocketmq_py.testing._docker import _start_command
+from rocketmq_py.testing._docker import _proxy_command, _start_command
 from rocketmq_py.testing._image import _DOCKERFILE, _context, local_image
+from rocketmq_py.testing._jvm_nodes import proxy_config
 
 FAKE_JAVA = """#!/bin/sh
 printf '%s\\n' "$@" > "$ARGS_OUT"
@@ -21,13 +23,15 @@ printf '%s\\n' "$@" > "$ARGS_OUT"
 
 @pytest.fixture
 def image_tree(tmp_path: Path) -> Path:
-    """The build context of a 5.3.3 image unpacked into ``tmp_path/ctx`` (two fake jars)."""
+    """The build context of a 5.3.3 image unpacked into ``tmp_path/ctx`` (two fake server jars and
+    one fake Proxy jar)."""
     jars = []
-    for name in ("rocketmq-broker-5.3.3.jar", "rocketmq-namesrv-5.3.3.jar"):
+    for name in ("rocketmq-broker-5.3.3.jar", "rocketmq-namesrv-5.3.3.jar", "proxy/rocketmq-proxy-5.3.3.jar"):
         jar = tmp_path / name
+        jar.parent.mkdir(exist_ok=True)
         jar.write_bytes(b"PK")
         jars.append(jar)
-    data = _context("5.3.3", jars, "abc123")
+    data = _context("5.3.3", jars[:2], jars[2:], "abc123")
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(tmp_path / "ctx", filter="data")
     return tmp_path / "ctx"
@@ -39,7 +43,9 @@ def test_context_has_the_upstream_layout(image_tree: Path) -> None:
         "rocketmq-broker-5.3.3.jar",
         "rocketmq-namesrv-5.3.3.jar",
     ]
-    for script in ("mqnamesrv", "mqbroker", "mqadmin"):
+    # The Proxy's jars apart: its dependencies differ from the server's in a few versions.
+    assert [p.name for p in (home / "lib-proxy").iterdir()] == ["rocketmq-proxy-5.3.3.jar"]
+    for script in ("mqnamesrv", "mqbroker", "mqadmin", "mqproxy"):
         assert os.access(home / "bin" / script, os.X_OK)
     dockerfile = (image_tree / "Dockerfile").read_text()
     assert "WORKDIR /home/rocketmq/rocketmq-5.3.3/bin" in dockerfile
@@ -70,6 +76,23 @@ def test_scripts_pass_arguments_and_java_opt_ext(image_tree: Path, tmp_path: Pat
     assert args[-1] == "org.apache.rocketmq.namesrv.NamesrvStartup"
     assert "-Xmx64m" in args  # JAVA_OPT replaces the default heap
     assert "-Xmx512m" not in args
+    del env["JAVA_OPT"]
+    subprocess.run(
+        ["sh", "mqproxy", "-pc", "/tmp/p.json", "-pm", "cluster"], cwd=home / "bin", env=env, check=True
+    )
+    args = out.read_text().splitlines()
+    assert args[-5:] == ["org.apache.rocketmq.proxy.ProxyStartup", "-pc", "/tmp/p.json", "-pm", "cluster"]
+    assert args[args.index("-cp") + 1] == f"{home}/lib-proxy/*"
+    assert "-Xmx123m" in args
+
+
+def test_a_4x_image_has_no_proxy(tmp_path: Path) -> None:
+    jar = tmp_path / "rocketmq-broker-4.9.7.jar"
+    jar.write_bytes(b"PK")
+    with tarfile.open(fileobj=io.BytesIO(_context("4.9.7", [jar], [], "r"))) as tar:
+        names = tar.getnames()
+    assert "rocketmq-4.9.7/bin/mqbroker" in names
+    assert not [n for n in names if "proxy" in n]
 
 
 def test_start_command_writes_the_properties_then_runs_the_script(tmp_path: Path) -> None:
@@ -81,6 +104,31 @@ def test_start_command_writes_the_properties_then_runs_the_script(tmp_path: Path
     done = subprocess.run(command, shell=True, cwd=tmp_path, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == f"args: -c {conf_path}"
     assert (tmp_path / "seen.conf").read_text() == "".join(f"{k}={v}\n" for k, v in conf.items())
+
+
+def test_proxy_command_writes_its_json_then_starts_it_in_cluster_mode(tmp_path: Path) -> None:
+    (tmp_path / "mqproxy").write_text('cat "$2" > seen.json\necho "args: $*"\n')
+    conf_path = tmp_path / "rmq-proxy.json"
+    conf = proxy_config("DefaultCluster", "127.0.0.1:9876", 18080, 18081)
+    done = subprocess.run(
+        _proxy_command(str(conf_path), conf),
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == f"args: -pc {conf_path} -pm cluster"
+    assert json.loads((tmp_path / "seen.json").read_text()) == conf
+
+
+def test_a_4x_docker_cluster_has_no_proxy() -> None:
+    from rocketmq_py.errors import ClusterError
+    from rocketmq_py.testing._docker import DockerCluster
+
+    with pytest.raises(ClusterError, match=r"4\.9\.7 has no Proxy"):
+        DockerCluster(version="4.9.7", proxy=True)
+    assert DockerCluster(version="5.3.3").proxy_addr is None
 
 
 def test_no_engine_is_a_cluster_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -75,6 +75,7 @@ def test_the_spark_session_modules_are_one_unit(pytestconfig: pytest.Config) -> 
     # The modules with a test or fixture taking ``spark``; not the ones starting Spark processes.
     assert spark == {
         "integration/test_acl.py",
+        "integration/test_controller.py",
         "integration/test_spark_read.py",
         "integration/test_spark_stream.py",
         "integration/test_spark_write.py",

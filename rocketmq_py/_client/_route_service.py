@@ -5,6 +5,11 @@
 - Every topic in use is refreshed every ``poll_interval`` seconds; a changed route replaces the
   cached one and updates the broker address table. When no NameServer answers, the cached routes
   stay in use (a message is logged, nothing raised).
+- A topic whose route lost a broker (one that served queues in the route before, killed or restarted,
+  or not registered yet with a NameServer that was restarted) is asked for again every
+  :data:`LOST_BROKER_RECHECK_INTERVAL` seconds until the broker is back, for at most
+  :data:`LOST_BROKER_WATCH` seconds (ours: Java waits for the next poll, up to 30 s, so its queues
+  stay unread that long after the broker is serving again).
 - After each refresh, addresses that no cached route names any more leave the broker address table
   (Java ``cleanOfflineBroker``), so heartbeats and unregistering stop going to them, and their idle
   connections are closed (a busy one is closed on a later refresh, once idle). The brokers of the
@@ -42,7 +47,7 @@ from rocketmq_py._client._route import (
 from rocketmq_py.errors import BrokerError, ProtocolError, RouteNotFound, TopicNotExist, TransportError
 from rocketmq_py.protocol import MessageQueue, TopicRouteData
 
-__all__ = ["RECHECK_INTERVAL", "RouteService"]
+__all__ = ["LOST_BROKER_RECHECK_INTERVAL", "LOST_BROKER_WATCH", "RECHECK_INTERVAL", "RouteService"]
 
 log = logging.getLogger("rocketmq_py.route")
 
@@ -50,6 +55,11 @@ log = logging.getLogger("rocketmq_py.route")
 #: Java waits for the next poll; a 5.x controller-mode group's new master registers from another
 #: address under the same name at once).
 RECHECK_INTERVAL = 1.0
+#: Seconds between refreshes of a topic whose route lost a broker, until the broker is back.
+LOST_BROKER_RECHECK_INTERVAL = 2.0
+#: Seconds a topic that lost a broker is refreshed at that pace (a broker taken out for good costs
+#: this long; the poll goes on after it).
+LOST_BROKER_WATCH = 300.0
 
 RouteListener = Callable[[str, TopicRouteData], None]
 OfflineListener = Callable[[set[str]], None]
@@ -92,6 +102,9 @@ class RouteService:
         self._offline_listeners: list[OfflineListener] = []
         self._lock = trio.Lock()
         self._rechecked: dict[str, float] = {}  # topic -> when recheck() last asked
+        # topic -> (brokers its route lost, until when it is refreshed every few seconds for them)
+        self._lost: dict[str, tuple[frozenset[str], float]] = {}
+        self._lost_noticed = trio.Event()  # wakes the refresh loop for a new loss
 
     # --- queries (no I/O) ---------------------------------------------------------------------------
 
@@ -236,6 +249,7 @@ class RouteService:
         self._auto_routes.pop(topic, None)
         for name, addrs in broker_addresses(route).items():
             self._brokers[name] = addrs
+        self._note_lost_brokers(topic, old, route)
         if changed or topic not in self._publish:
             self._routes[topic] = route
             self._publish[topic] = publish_info(topic, route)
@@ -245,6 +259,30 @@ class RouteService:
             for listener in list(self._listeners):
                 listener(topic, route)
         return changed
+
+    def _note_lost_brokers(self, topic: str, old: TopicRouteData | None, new: TopicRouteData) -> None:
+        """Remember the brokers ``topic``'s route lost (served queues in ``old``, none in ``new``)
+        until a route names them again, and wake the refresh loop for a new loss."""
+        serving = _serving(new)
+        missing, until = self._lost.get(topic, (frozenset(), 0.0))
+        gone = _serving(old) - serving if old is not None else frozenset()
+        if gone:
+            until = trio.current_time() + LOST_BROKER_WATCH
+            log.info(
+                "the route of %s lost %s: asking again every %.0f s until it is back",
+                topic,
+                ", ".join(sorted(gone)),
+                LOST_BROKER_RECHECK_INTERVAL,
+            )
+            self._lost_noticed.set()
+        back = missing & serving
+        if back:
+            log.info("the route of %s has %s again", topic, ", ".join(sorted(back)))
+        missing = (missing | gone) - serving
+        if missing:
+            self._lost[topic] = (missing, until)
+        else:
+            self._lost.pop(topic, None)
 
     async def publish_info(self, topic: str) -> TopicPublishInfo:
         """The queues to send ``topic`` to: cached, else fetched (TBW102 for unknown topics).
@@ -343,9 +381,51 @@ class RouteService:
                 log.warning("route refresh of %s failed, keeping the cached route: %s", topic, exc)
         await self._close_offline_connections(self.clean_offline_brokers())
 
+    async def refresh_lost(self) -> None:
+        """Refresh the topics in use whose route lost a broker (errors are logged at info level and
+        the cached routes kept); a topic watched for :data:`LOST_BROKER_WATCH` seconds is left to
+        the poll."""
+        now = trio.current_time()
+        for topic, (missing, until) in sorted(self._lost.items()):
+            if topic not in self._topics or now >= until:
+                if topic in self._topics:
+                    log.info(
+                        "%s of %s still missing; back to the route poll", ", ".join(sorted(missing)), topic
+                    )
+                del self._lost[topic]
+                continue
+            try:
+                await self.update(topic)
+            except (TransportError, BrokerError, ProtocolError) as exc:
+                log.info("route recheck of %s failed, keeping the cached route: %s", topic, exc)
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Refresh routes every ``poll_interval`` seconds until cancelled."""
+        """Refresh routes every ``poll_interval`` seconds until cancelled, and the topics that lost
+        a broker every :data:`LOST_BROKER_RECHECK_INTERVAL` seconds in between."""
         task_status.started()
+        next_poll = trio.current_time() + self.poll_interval
+        recheck_at: float | None = None
         while True:
-            await trio.sleep(self.poll_interval)
-            await self.refresh_all()
+            deadline = next_poll
+            if not self._lost:
+                recheck_at = None
+            elif recheck_at is None:
+                recheck_at = trio.current_time() + LOST_BROKER_RECHECK_INTERVAL
+            if recheck_at is not None:
+                deadline = min(deadline, recheck_at)
+            with trio.move_on_at(deadline):
+                await self._lost_noticed.wait()
+            self._lost_noticed = trio.Event()
+            now = trio.current_time()
+            if now >= next_poll:
+                await self.refresh_all()
+                next_poll = trio.current_time() + self.poll_interval
+                recheck_at = None
+            elif recheck_at is not None and now >= recheck_at:
+                await self.refresh_lost()
+                recheck_at = None
+
+
+def _serving(route: TopicRouteData) -> frozenset[str]:
+    """The brokers that hold queues of ``route``."""
+    return frozenset(q.broker_name for q in route.queue_datas)

@@ -13,6 +13,7 @@ import trio.testing
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._route import FoundBroker
+from rocketmq_py._client._route_service import LOST_BROKER_RECHECK_INTERVAL, LOST_BROKER_WATCH
 from rocketmq_py.errors import ConnectionFailed, MalformedBody, RouteNotFound, TopicNotExist, TransportError
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.protocol import Message, MessageQueue, QueueData, RequestCode, ResponseCode, TopicRouteData
@@ -330,3 +331,73 @@ async def test_brokers_known_through_tbw102_stay_while_the_topic_has_no_route(
             assert producer._client_instance.routes.master_address("broker-c") == c.address
             await producer.send(Message("NewTopic", b"2"))
         assert len(c.requests(RequestCode.SEND_MESSAGE_V2)) == 2
+
+
+# --- a broker lost from a route is looked for every few seconds (chaos CI failure, stop 34) --------
+
+
+async def test_a_broker_lost_from_a_route_is_seen_again_within_the_recheck_interval(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A broker killed and restarted leaves the route and comes back: the client sees it again a
+    few seconds after the NameServer does, not at the next poll (up to 30 s later; Java's
+    ``MQClientInstance`` polls every ``pollNameServerInterval`` only). The chaos test's kill phase
+    once waited 30.4 s for a broker's queues: its last poll fell just before the restarted broker
+    registered."""
+    caplog.set_level(logging.INFO, ROUTE_LOG)
+    changes: list[tuple[float, frozenset[str]]] = []
+    async with instance(cluster.namesrv.address, poll_namesrv_interval=30.0) as client:
+        client.routes.add_listener(
+            lambda _, route: changes.append(
+                (trio.current_time(), frozenset(q.broker_name for q in route.queue_datas))
+            )
+        )
+        start = trio.current_time()
+        await client.routes.subscribe_queues(cluster.topic)
+        cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.b))
+        await trio.sleep(31)  # the poll at 30 s sees broker-a gone
+        await trio.sleep(6)  # rechecks at 32, 34, 36: still gone
+        cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.a, cluster.b))
+        await trio.sleep(2)  # the recheck at 38 s sees it back
+        assert [(when - start, brokers) for when, brokers in changes] == [
+            (0, {"broker-a", "broker-b"}),
+            (30, {"broker-b"}),
+            (38, {"broker-a", "broker-b"}),
+        ]
+        await trio.sleep(21)  # nothing lost any more: only the poll at 68 s
+    assert cluster.route_queries(cluster.namesrv) == [cluster.topic] * 7
+    messages = [r.getMessage() for r in caplog.records]
+    assert f"the route of {cluster.topic} lost broker-a: asking again every 2 s until it is back" in messages
+    assert f"the route of {cluster.topic} has broker-a again" in messages
+
+
+async def test_the_recheck_of_a_lost_broker_ends_after_its_watch(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A broker taken out for good costs :data:`LOST_BROKER_WATCH` seconds of rechecks, then the
+    poll alone asks."""
+    caplog.set_level(logging.INFO, ROUTE_LOG)
+    async with instance(cluster.namesrv.address, poll_namesrv_interval=30.0) as client:
+        await client.routes.subscribe_queues(cluster.topic)
+        cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.b))
+        await trio.sleep(30 + LOST_BROKER_WATCH + 1)
+        asked = len(cluster.route_queries(cluster.namesrv))
+        # 1 lookup, the polls, one recheck every 2 s of the watch (those at a poll's time ride on it)
+        assert LOST_BROKER_WATCH / LOST_BROKER_RECHECK_INTERVAL <= asked <= LOST_BROKER_WATCH / 2 + 20
+        await trio.sleep(120)
+        assert len(cluster.route_queries(cluster.namesrv)) == asked + 4  # the polls alone
+    assert f"broker-a of {cluster.topic} still missing; back to the route poll" in [
+        r.getMessage() for r in caplog.records
+    ]
+
+
+async def test_a_lost_broker_of_a_topic_no_longer_in_use_is_not_looked_for(
+    cluster: Cluster, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Only the topics the client keeps fresh are rechecked: a route fetched once is not."""
+    async with instance(cluster.namesrv.address, poll_namesrv_interval=30.0) as client:
+        await client.routes.update(cluster.topic)  # fetched, not in use
+        cluster.namesrv.set_route(cluster.topic, cluster.route(cluster.b))
+        await client.routes.update(cluster.topic)  # a loss, noticed
+        await trio.sleep(29)
+    assert cluster.route_queries(cluster.namesrv) == [cluster.topic] * 2

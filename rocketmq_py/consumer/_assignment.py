@@ -148,7 +148,10 @@ class Assignment:
         for mq in fresh:
             offset = found[mq]
             if isinstance(offset, RocketMQError):
-                log.warning("%s: no start offset for %s yet: %s", settings.group, mq, offset)
+                # Another round in 1 s, not at the next period (Java: a round whose working queues
+                # differ from its allocation is not balanced, and RebalanceService waits minInterval).
+                log.warning("%s: no start offset for %s yet, retrying in 1 s: %s", settings.group, mq, offset)
+                self._runtime.retry_rebalance()
                 await self._service.release([mq])
                 continue
             pq = ProcessQueue(clock=trio.current_time)

@@ -16,8 +16,9 @@ Lifecycle of ``async with consumer``::
            -> unregister from the brokers, close the connections (the client instance)
 
 The rebalance loop runs a round at start, every ``rebalance_interval`` seconds and at once when a
-broker sends NOTIFY_CONSUMER_IDS_CHANGED (one second after a round that could not take all its
-queues, when ``_rebalance_retry`` is set).
+broker sends NOTIFY_CONSUMER_IDS_CHANGED, and one second after a round that failed or could not
+take all its queues (``_rebalance_retry``; Java's ``RebalanceService`` waits ``minInterval`` after a
+round that is not balanced).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from rocketmq_py.protocol import (
     MessageModel,
     MessageQueue,
     SubscriptionData,
+    is_retry_topic,
     unwrap_queue,
     wrap_name,
     wrap_queue,
@@ -448,7 +450,7 @@ class GroupMember:
         await self._rebalance()
 
     async def _rebalance(self) -> None:
-        """Rebalance every subscribed topic now (errors are logged; the next round retries)."""
+        """Rebalance every subscribed topic now (errors are logged; another round follows in 1 s)."""
         if not self._rebalances():
             return
         self._rebalance_retry = False
@@ -460,6 +462,8 @@ class GroupMember:
                 await self._rebalance_topic(topic)
             except RocketMQError as exc:
                 log.warning("%s: rebalance of %s failed: %s", self.group, topic, exc)
+                # Java: the round is not balanced (a retry topic's failure aside), the next in 1 s.
+                self._rebalance_retry = self._rebalance_retry or not is_retry_topic(topic)
         self._after_rebalance()
 
     async def _allocate(self, topic: str) -> Allocation | None:

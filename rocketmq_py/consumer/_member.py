@@ -50,6 +50,7 @@ from rocketmq_py.consumer._group_client import (
     refresh_quietly,
 )
 from rocketmq_py.consumer._offset_store_api import OffsetStore
+from rocketmq_py.consumer._route_gain import RouteGainWatch
 from rocketmq_py.consumer._start_offset import consume_timestamp_epoch_ms, format_consume_timestamp
 from rocketmq_py.errors import ClientError, RocketMQError, StateError
 from rocketmq_py.hooks import Hook, hook_list
@@ -381,6 +382,7 @@ class GroupMember:
         )
         install_command_handlers(instance, _Requests(self), consume_directly=self._consumes_directly)
         instance.add_consumer(self.group, self._consumer_data)
+        instance.routes.add_listener(RouteGainWatch(lambda: self._subscriptions, self._on_route_gain))
         for topic in self._subscriptions:
             instance.routes.use_topic(topic)
             await refresh_quietly(instance.routes, topic)  # a retry topic appears with the heartbeat
@@ -389,6 +391,15 @@ class GroupMember:
 
     def _request_rebalance(self) -> None:
         log.info("%s: the broker says the members of %s changed: rebalancing now", self.client_id, self.group)
+        self._rebalance_now.set()
+
+    def _on_route_gain(self, topic: str, brokers: frozenset[str]) -> None:
+        log.info(
+            "%s: the route of %s now names %s: rebalancing now",
+            self.client_id,
+            topic,
+            ", ".join(sorted(brokers)),
+        )
         self._rebalance_now.set()
 
     def _running_info(self) -> ConsumerRunningInfo:

@@ -167,3 +167,30 @@ async def test_offsets_follow_the_master_elected_after_a_route_that_listed_none(
             key = (cluster.group, cluster.topic, a0.queue_id)
             await cluster.wait_until(lambda: elected.consumer_offsets.get(key, 0) >= 2, timeout=FOLLOW_LIMIT)
             assert trio.current_time() - listed_at < FOLLOW_LIMIT  # virtual time
+
+
+async def test_a_broker_back_in_the_route_has_its_queues_taken_at_once(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A broker that left the route (killed) and is listed again (restarted): the member starts a
+    rebalance round as soon as its route names the broker, not at its next round (every 20 s, as
+    Java's ``RebalanceService``), and the route is asked for every 2 s while the broker is missing
+    (``RouteService``; Java waits for its 30-s poll). The stop's CI run of ``test_chaos.py`` waited
+    30.4 s after the restart for ``broker-a``'s queues. Real twin: the ``kill`` phase of
+    ``integration/test_chaos.py`` (every queue of the restarted broker delivers again within 30 s)."""
+    a0 = cluster.queues()[0]
+    async with make_consumer() as consumer:
+        for topic, queues in ((cluster.topic, 2), (cluster.retry, 1)):
+            cluster.namesrv.set_route(topic, cluster.route(cluster.b, queues=queues))
+        # The route poll (30 s) sees broker-a gone; the round after it (40 s) gives its queues up.
+        await cluster.wait_until(lambda: a0 not in consumer.assignment())
+        for topic, queues in ((cluster.topic, 2), (cluster.retry, 1)):
+            cluster.namesrv.set_route(topic, cluster.route(cluster.a, cluster.b, queues=queues))
+        listed_at = trio.current_time()
+        cluster.put(a0, 1)
+        await cluster.wait_until(lambda: len(recorder.messages) == 1)
+        assert trio.current_time() - listed_at < 5  # virtual time: the next round was ~20 s away
+    assert recorder.bodies() == [b"broker-a/0-0"]

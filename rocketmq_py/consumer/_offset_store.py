@@ -8,6 +8,13 @@ orderly member: see ``consumer/_assignment.py``); ``persist`` sends one synchron
 being dropped, shutdown). The broker is its master, or while the
 master is down a slave of it (Java ``findBrokerAddressInSubscribe(name, MASTER_ID, false)``): the
 slave keeps the group's offsets meanwhile, and queues assigned then still find where to start.
+
+A commit that failed on a queue no longer in the table (given up while its broker was down or
+restarting) is not forgotten, unlike Java's (``removeUnnecessaryMessageQueue`` persists, then
+removes the offset): it is sent again with each ``persist_all`` until the broker takes it, for at
+most :data:`UNSENT_TTL` seconds, and before the queue's offset is read again. A broker killed with
+SIGKILL loses the offsets committed since its last flush (``flushConsumerOffsetInterval``, 5 s);
+without the resend, whoever takes the queue after its restart consumes those seconds again.
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ from rocketmq_py._client._route_service import RouteService
 from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import MessageQueue
 
-__all__ = ["ACKNOWLEDGED_CONCURRENCY", "RemoteOffsetStore"]
+__all__ = ["ACKNOWLEDGED_CONCURRENCY", "UNSENT_TTL", "RemoteOffsetStore"]
 
 #: Acknowledged commits (``persist_all(acknowledged=True)``) waiting for their answers at once.
 ACKNOWLEDGED_CONCURRENCY: Final = 16
+#: Seconds a failed commit of a queue given up is sent again (an older one could undo the progress
+#: of the queue's next owner).
+UNSENT_TTL: Final = 300.0
 
 log = logging.getLogger("rocketmq_py.offsets")
 
@@ -39,6 +49,8 @@ class RemoteOffsetStore:
         self._routes = routes
         self.group = group
         self._table: dict[MessageQueue, int] = {}
+        # Failed commits: queue -> (offset, when it first failed); sent again once not in _table.
+        self._unsent: dict[MessageQueue, tuple[int, float]] = {}
 
     def get(self, mq: MessageQueue) -> int:
         """The offset in memory (-1 when none)."""
@@ -63,9 +75,13 @@ class RemoteOffsetStore:
     async def read_from_broker(self, mq: MessageQueue) -> int:
         """The broker's stored offset (>= 0), -1 when it has none; also kept in memory.
 
+        A failed commit of the queue (see the module docstring) is sent first.
+
         Raises:
             RocketMQError: the broker could not be asked (Java's -2: retry later).
         """
+        if mq in self._unsent and mq not in self._table:
+            await self._send_unsent(mq)
         offset = await self._api.query_consumer_offset(
             await self._broker(mq), self.group, mq.topic, mq.queue_id, mq.broker_name
         )
@@ -78,9 +94,49 @@ class RemoteOffsetStore:
         offset = self._table.get(mq)
         if offset is None:
             return
-        await self._api.update_consumer_offset(
-            await self._broker(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
-        )
+        try:
+            await self._api.update_consumer_offset(
+                await self._broker(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
+            )
+        except RocketMQError:
+            _, since = self._unsent.get(mq, (offset, trio.current_time()))
+            self._unsent[mq] = (offset, since)
+            raise
+        self._unsent.pop(mq, None)
+
+    async def _send_unsent(self, mq: MessageQueue) -> bool:
+        """Send the failed commit of ``mq`` again (synchronously); True once the broker took it."""
+        offset, since = self._unsent[mq]
+        if trio.current_time() - since > UNSENT_TTL:
+            log.warning("%s: the offset %d of %s was never committed; given up", self.group, offset, mq)
+            del self._unsent[mq]
+            return False
+        try:
+            await self._api.update_consumer_offset(
+                await self._broker(mq), self.group, mq.topic, mq.queue_id, offset, mq.broker_name
+            )
+        except RocketMQError as exc:
+            log.info("%s: committing the offset %d of %s failed again: %s", self.group, offset, mq, exc)
+            return False
+        log.info("%s: committed the offset %d of %s (it failed before)", self.group, offset, mq)
+        del self._unsent[mq]
+        return True
+
+    async def _send_all_unsent(self) -> None:
+        """Send every failed commit of a queue not in the table again, at once (a queue in the
+        table again has its newer offset committed instead)."""
+        for mq in [mq for mq in self._unsent if mq in self._table]:
+            del self._unsent[mq]
+        limiter = trio.CapacityLimiter(ACKNOWLEDGED_CONCURRENCY)
+
+        async def send(mq: MessageQueue) -> None:
+            async with limiter:
+                if mq in self._unsent:
+                    await self._send_unsent(mq)
+
+        async with trio.open_nursery() as nursery:
+            for mq in list(self._unsent):
+                nursery.start_soon(send, mq)
 
     async def persist_all(
         self, owned: Iterable[MessageQueue] | None = None, *, acknowledged: bool = False
@@ -107,7 +163,9 @@ class RemoteOffsetStore:
                 continue
             by_broker.setdefault(address, []).append((mq, offset))
         if acknowledged:
-            return await self._commit_each(by_broker)
+            stored = await self._commit_each(by_broker)
+            await self._send_all_unsent()
+            return stored
         sent = 0
         for address, entries in by_broker.items():
             try:
@@ -117,6 +175,7 @@ class RemoteOffsetStore:
                 log.warning(
                     "persisting the offsets of %d queues to %s failed: %s", len(entries), address, exc
                 )
+        await self._send_all_unsent()
         return sent
 
     async def _commit_each(self, by_broker: dict[str, list[tuple[MessageQueue, int]]]) -> int:

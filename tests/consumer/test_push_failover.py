@@ -194,3 +194,38 @@ async def test_a_broker_back_in_the_route_has_its_queues_taken_at_once(
         await cluster.wait_until(lambda: len(recorder.messages) == 1)
         assert trio.current_time() - listed_at < 5  # virtual time: the next round was ~20 s away
     assert recorder.bodies() == [b"broker-a/0-0"]
+
+
+async def test_an_offset_a_killed_broker_could_not_take_is_committed_before_its_queue_is_read_again(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``broker-a`` is killed: its queues leave the route and the member gives them up, and the
+    handoff's commit fails. The restarted broker holds an older copy of the group's offsets (a
+    broker flushes them every 5 s, ``flushConsumerOffsetInterval``; SIGKILL loses the rest). The
+    failed commit is sent again before the member reads the queue's offset, so nothing is consumed
+    twice (Java forgets it: ``removeUnnecessaryMessageQueue``). Real twin: the ``kill`` phase of
+    ``integration/test_chaos.py`` with ``--kill-down 20``: 500 to 1,100 messages delivered again
+    before (``benchmarks/chaos.py``)."""
+    a0 = cluster.queues()[0]
+    key = (cluster.group, cluster.topic, a0.queue_id)
+    async with make_consumer() as consumer:
+        cluster.put(a0, 5)
+        await cluster.wait_until(lambda: len(recorder.messages) == 5)
+        await cluster.wait_until(lambda: cluster.a.consumer_offsets.get(key) == 5)
+        cluster.a.drop_after(1)  # killed: every connection closes at its first frame
+        await cluster.a.drop_clients()
+        for topic, queues in ((cluster.topic, 2), (cluster.retry, 1)):
+            cluster.namesrv.set_route(topic, cluster.route(cluster.b, queues=queues))
+        await cluster.wait_until(lambda: a0 not in consumer.assignment())
+        cluster.a.consumer_offsets[key] = 2  # what the restarted broker read from its last flush
+        cluster.a.clear_faults()
+        for topic, queues in ((cluster.topic, 2), (cluster.retry, 1)):
+            cluster.namesrv.set_route(topic, cluster.route(cluster.a, cluster.b, queues=queues))
+        await cluster.wait_until(lambda: a0 in consumer.assignment())
+        cluster.put(a0, 1)
+        await cluster.wait_until(lambda: len(recorder.messages) >= 6)
+        await trio.sleep(5)
+    assert recorder.bodies() == [f"broker-a/0-{n}".encode() for n in range(6)]

@@ -26,7 +26,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -262,11 +262,16 @@ class LocalOffsetStore:
         await self._write()
 
     async def persist_all(
-        self, owned: Iterable[MessageQueue] | None = None, *, acknowledged: bool = False
+        self,
+        owned: Iterable[MessageQueue] | None = None,
+        *,
+        acknowledged: bool = False,
+        hold: Collection[MessageQueue] = (),
     ) -> int:
         """Write every offset in memory to the file, first dropping entries of queues not owned.
 
-        The write is done when this returns, ``acknowledged`` or not.
+        The write is done when this returns, ``acknowledged`` or not. ``hold`` changes nothing
+        here: the file is written whole, and in order (a lock), so no older write lands last.
 
         A failed write is logged, not raised (the next round retries), as the remote store does.
 

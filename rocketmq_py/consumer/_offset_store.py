@@ -20,7 +20,7 @@ without the resend, whoever takes the queue after its restart consumes those sec
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Final
 
 import trio
@@ -139,7 +139,11 @@ class RemoteOffsetStore:
                 nursery.start_soon(send, mq)
 
     async def persist_all(
-        self, owned: Iterable[MessageQueue] | None = None, *, acknowledged: bool = False
+        self,
+        owned: Iterable[MessageQueue] | None = None,
+        *,
+        acknowledged: bool = False,
+        hold: Collection[MessageQueue] = (),
     ) -> int:
         """Commit every offset in memory (oneway), dropping entries of queues no longer owned.
 
@@ -156,6 +160,8 @@ class RemoteOffsetStore:
         # One write per broker: the oneway commits of all its queues go out together.
         by_broker: dict[str, list[tuple[MessageQueue, int]]] = {}
         for mq, offset in list(self._table.items()):
+            if mq in hold:
+                continue
             try:
                 address = await self._broker(mq)
             except RocketMQError as exc:

@@ -7,7 +7,7 @@ consumers in a local file (:class:`LocalOffsetStore`); the consumers talk to eit
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Protocol
 
 from rocketmq_py.protocol import MessageQueue
@@ -48,9 +48,17 @@ class OffsetStore(Protocol):
         ...
 
     async def persist_all(
-        self, owned: Iterable[MessageQueue] | None = None, *, acknowledged: bool = False
+        self,
+        owned: Iterable[MessageQueue] | None = None,
+        *,
+        acknowledged: bool = False,
+        hold: Collection[MessageQueue] = (),
     ) -> int:
         """Persist every offset, first dropping entries of queues not in ``owned`` (when given).
+
+        ``hold``: queues whose offset stays in memory but is not persisted now (a dropped queue
+        whose offset the path that dropped it commits: a periodic commit of its older offset could
+        reach the broker after that one).
 
         ``acknowledged``: return only once every offset is stored (by default a remote store sends
         them without waiting for answers).

@@ -194,3 +194,24 @@ async def test_offsets_are_read_and_committed_via_the_slave_while_the_master_is_
         await cluster.wait_until(lambda: cluster.a.consumer_offsets[(cluster.group, cluster.topic, 0)] == 8)
         assert consumer._offset_store.get(a0) == 8
     assert cluster.offset_updates(cluster.a, a0)  # committed to broker-a's slave
+
+
+async def test_the_periodic_commit_leaves_a_dropped_queues_offset_to_the_fix(
+    cluster: Cluster,
+    make_consumer: MakeConsumer,
+    recorder: Recorder,
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Between OFFSET_ILLEGAL and the fix 10 s later the queue is dropped and its offset in memory is
+    the old one: the periodic commit sends nothing for it. Sent, it could be stored after the fix's
+    commit (a broker runs offset requests on a pool of threads), and the member would start the
+    rebuilt queue from the old offset again (Java's ``persistAll`` sends it). The same when a
+    ``mqadmin resetOffsetByTime`` answers the pulls with OFFSET_ILLEGAL: the old offset would undo
+    the reset."""
+    a0 = cluster.queues()[0]
+    cluster.put(a0, 3)
+    cluster.a.consumer_offsets[(cluster.group, cluster.topic, 0)] = 10  # past the queue's end
+    async with make_consumer(persist_interval=3):
+        await cluster.wait_until(lambda: (3, False) in cluster.offset_updates(cluster.a, a0))
+        await cluster.wait_until(lambda: len(cluster.pulls(cluster.a, a0)) >= 2)
+    assert [offset for offset, _ in cluster.offset_updates(cluster.a, a0)][:1] == [3]  # the fix first

@@ -209,16 +209,28 @@ async def test_transactions_commit_rollback_and_check_back(
                 await trio.sleep(0.5)
     unknown = [m for m in checked if m.body == b"unknown"]
     assert unknown
-    if cluster.proxy_addr is not None and cluster.namesrv_addr == cluster.proxy_addr:
+    if _via_proxy(cluster):
         # A 5.3.3 Proxy answers END_TRANSACTION over remoting without forwarding it (it keeps
         # transaction data for its gRPC sends only): the commit came from the broker's check-back.
         assert b"commit" in {m.body for m in checked}
     assert unknown[0].msg_id == results[2].msg_id
 
 
+def _via_proxy(cluster: Cluster) -> bool:
+    """Whether the test's clients reach the cluster through its Proxy (``make proxy``)."""
+    return cluster.proxy_addr is not None and cluster.namesrv_addr == cluster.proxy_addr
+
+
 async def test_paused_broker_is_routed_around(
-    cluster: Cluster, create_topic: Callable[..., str], pull_all: PullAll
+    cluster: Cluster, create_topic: Callable[..., str], pull_all: PullAll, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Sends to a paused broker fail once per isolation window; the others go to the other broker.
+
+    Through a Proxy every send, broker-a's too, goes through the one Proxy that also waits on the
+    paused broker: on a loaded machine a broker-a attempt may exceed its 1-s timeout there (the
+    Proxy step of the CI run of 9418c44: 3 retries). The bound is on the paused broker's failures.
+    """
+    caplog.set_level(logging.INFO, "rocketmq_py.producer")
     topic = create_topic(4)
     acknowledged: list[str] = []
     brokers_used: list[str] = []
@@ -241,8 +253,13 @@ async def test_paused_broker_is_routed_around(
         finally:
             cluster.resume_broker("broker-b")
         assert set(brokers_used) == {"broker-a"}
+        failed = [r.getMessage() for r in caplog.records if " failed (attempt " in r.getMessage()]
+        on_b = [text for text in failed if "broker_name='broker-b'" in text]
         # At most one failed attempt per isolation window (10 s) of broker-b, plus the first.
-        assert 1 <= retries_while_paused <= 2, retries_while_paused
+        assert 1 <= len(on_b) <= 2, failed
+        assert retries_while_paused == len(failed), (retries_while_paused, failed)
+        if not _via_proxy(cluster):
+            assert on_b == failed  # reached directly, broker-a fails nothing
         after: list[str] = []
         deadline = trio.current_time() + 30
         while "broker-b" not in after and trio.current_time() < deadline:
@@ -273,7 +290,10 @@ async def test_sends_continue_on_the_cached_route_without_a_nameserver(
         finally:
             cluster.start_namesrv()
     failed = [r for r in caplog.records if r.getMessage().startswith(f"route refresh of {topic} failed")]
-    assert len(failed) >= 3, [r.getMessage() for r in caplog.records]
+    if _via_proxy(cluster):  # the Proxy is the clients' NameServer: it answers from its own cache
+        assert failed == [], [r.getMessage() for r in failed]
+    else:
+        assert len(failed) >= 3, [r.getMessage() for r in caplog.records]
     assert sent >= 60
     pulled = await pull_all(topic, expect=sent + 1, wait=30)
     assert len(pulled) == sent + 1

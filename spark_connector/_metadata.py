@@ -8,7 +8,9 @@ and no trio loop outlives a planning call.
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -59,10 +61,14 @@ __all__ = [
     "resolve_topics",
     "route",
     "run_with_api",
+    "run_with_retries",
     "search_offsets",
+    "transport_failures",
 ]
 
 T = TypeVar("T")
+
+log = logging.getLogger("spark_connector")
 
 #: At most this many offset queries in flight during planning.
 _PLANNING_CONCURRENCY = 16
@@ -121,6 +127,55 @@ def run_with_api(options: ReadOptions, fn: Callable[[RemotingApi], Awaitable[T]]
         if len(leaves) == 1 and isinstance(leaves[0], Exception):
             raise leaves[0] from None
         raise
+
+
+def transport_failures(exc: BaseException) -> list[TransportError] | None:
+    """The failures inside ``exc`` when each is the connection's (refused, reset, timed out), so
+    another attempt may find the broker or its successor; ``None`` when a broker answered."""
+    leaves = leaf_exceptions(exc)
+    found = [e for e in leaves if isinstance(e, TransportError)]
+    return found if len(found) == len(leaves) else None
+
+
+def run_with_retries(options: ReadOptions, what: str, attempt: Callable[[], T]) -> T:
+    """``attempt()``, tried again up to ``fetchOffset.numRetries`` times after a transport failure.
+
+    A planning step ends in a transport failure when a broker of the route it read is gone: killed,
+    or failing over to a replica. The next attempt reads the route anew, which by then names the
+    broker that took over (the NameServer drops a broker when its connection closes). Spark's Kafka
+    source retries its offset fetches the same way, with the same option names and defaults
+    (``KafkaOffsetReaderConsumer.withRetriesWithoutInterrupt``). A broker's answer (no route, no
+    permission) is raised at once. When the retries are spent, the first transport failure is
+    raised, noting how many more queries failed with it.
+
+    Args:
+        what: names the step in the warning logged before each retry.
+    """
+    retries = options.fetch_offset_retries
+    interval = options.fetch_offset_retry_interval_ms
+    for n in range(retries + 1):
+        try:
+            return attempt()
+        except Exception as exc:
+            failures = transport_failures(exc)
+            if failures is None:
+                raise
+            first = failures[0]
+            if n == retries:
+                if len(failures) > 1:
+                    first.add_note(f"{len(failures) - 1} more queries of the same step failed too")
+                raise first from None
+            log.warning(
+                "%s failed (%s: %s); trying again in %d ms (retry %d of %d)",
+                what,
+                type(first).__name__,
+                first,
+                interval,
+                n + 1,
+                retries,
+            )
+        time.sleep(interval / 1000.0)
+    raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
 
 
 async def _each_namesrv(options: ReadOptions, call: Callable[[str], Awaitable[T]]) -> T:

@@ -62,6 +62,8 @@ __all__ = [
     "DEFAULT_PRODUCER_GROUP",
     "DEFAULT_PULL_BATCH_SIZE",
     "DEFAULT_PULL_TIMEOUT_MS",
+    "DEFAULT_RETRIES",
+    "DEFAULT_RETRY_INTERVAL_MS",
     "EARLIEST",
     "LATEST",
     "MAX_PULL_BATCH_SIZE",
@@ -85,6 +87,10 @@ DEFAULT_PULL_BATCH_SIZE: Final = 32
 MAX_PULL_BATCH_SIZE: Final = 1024
 #: Seconds-as-milliseconds for one pull or planning call (Java ``consumerPullTimeoutMillis`` = 10 s).
 DEFAULT_PULL_TIMEOUT_MS: Final = 10_000
+#: Planning calls retried after a transport failure (Spark's Kafka source: ``fetchOffset.numRetries``).
+DEFAULT_RETRIES: Final = 3
+#: Milliseconds between those attempts (the Kafka source's ``fetchOffset.retryIntervalMs``).
+DEFAULT_RETRY_INTERVAL_MS: Final = 1_000
 #: The consumer's default strategy (Java ``AllocateMessageQueueAveragely``).
 DEFAULT_ALLOCATE_STRATEGY: Final = "AVG"
 
@@ -108,6 +114,9 @@ class ReadOptions:
         fail_on_data_loss: raise when a requested offset is below the queue's minimum.
         pull_batch_size: messages asked for per pull.
         pull_timeout_ms: deadline of each pull and planning call.
+        fetch_offset_retries: how often a planning step (routes and queue bounds, on the driver) is
+            tried again after a transport failure, each time on a route read anew.
+        fetch_offset_retry_interval_ms: the wait before each of those attempts.
         commit_to_group: streaming: write committed offsets to this consumer group.
         access_key, secret_key: ACL credentials (``accessKey`` / ``secretKey``); requests are signed
             when set. The secret is not in the repr.
@@ -131,6 +140,8 @@ class ReadOptions:
     fail_on_data_loss: bool = True
     pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE
     pull_timeout_ms: int = DEFAULT_PULL_TIMEOUT_MS
+    fetch_offset_retries: int = DEFAULT_RETRIES
+    fetch_offset_retry_interval_ms: int = DEFAULT_RETRY_INTERVAL_MS
     commit_to_group: str | None = None
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
@@ -163,6 +174,8 @@ _NAMES: Final = {
         "failOnDataLoss",
         "pullBatchSize",
         "pullTimeoutMs",
+        "fetchOffset.numRetries",
+        "fetchOffset.retryIntervalMs",
         "commitToGroup",
         "accessKey",
         "secretKey",
@@ -195,6 +208,11 @@ def _int(options: Mapping[str, str], name: str, *, minimum: int, maximum: int | 
         bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
         raise SparkOptionError(name, f"{value} is out of range: it must be {bound}")
     return value
+
+
+def _default(value: int | None, default: int) -> int:
+    """``value``, or ``default`` when the option was not given (0 is a value)."""
+    return default if value is None else value
 
 
 def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
@@ -367,6 +385,10 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         pull_batch_size=_int(lowered, "pullBatchSize", minimum=1, maximum=MAX_PULL_BATCH_SIZE)
         or DEFAULT_PULL_BATCH_SIZE,
         pull_timeout_ms=_int(lowered, "pullTimeoutMs", minimum=1) or DEFAULT_PULL_TIMEOUT_MS,
+        fetch_offset_retries=_default(_int(lowered, "fetchOffset.numRetries", minimum=0), DEFAULT_RETRIES),
+        fetch_offset_retry_interval_ms=_default(
+            _int(lowered, "fetchOffset.retryIntervalMs", minimum=0), DEFAULT_RETRY_INTERVAL_MS
+        ),
         commit_to_group=None if group is None else wrap_name(namespace, group),
         access_key=access_key,
         secret_key=secret_key,

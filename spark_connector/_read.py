@@ -23,6 +23,11 @@ the queue shrank or was recreated);
 OFFSET_MOVED with ``nextBeginOffset`` above the asked offset means messages are gone: a
 :class:`~spark_connector._errors.DataLossError`, or with ``failOnDataLoss=false`` a warning and
 the range resumes at ``nextBeginOffset``.
+
+A window of pulls that fails on its connection (the broker killed, or failing over to a replica
+in controller mode) is pulled again from its first offset after ``fetchOffset.retryIntervalMs``,
+from the address a route read anew names for the broker, up to ``fetchOffset.numRetries`` times in
+a row: its rows were not emitted, so none is read twice or skipped.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import trio
 
-from rocketmq_py.errors import unwrap_single
+from rocketmq_py.errors import RocketMQError, unwrap_single
 from rocketmq_py.lowlevel import MessageFilter, RemotingApi
 from rocketmq_py.protocol import (
     MessageExt,
@@ -59,7 +64,13 @@ from spark_connector._columns import (
     record_starts,
 )
 from spark_connector._errors import DataLossError
-from spark_connector._metadata import broker_addresses, connection_pool, reader_api, route
+from spark_connector._metadata import (
+    broker_addresses,
+    connection_pool,
+    reader_api,
+    route,
+    transport_failures,
+)
 from spark_connector._options import ReadOptions
 from spark_connector._planning import QueueRange, RocketMQPartition
 from spark_connector._schema import ALL_COLUMNS, Projection
@@ -183,11 +194,15 @@ async def _pull_pipelined(
     emit: _Emit,
     batch_rows: int,
 ) -> None:
-    """:func:`_pull` over windows of :data:`PIPELINE` segments of ``pullBatchSize`` offsets each."""
+    """:func:`_pull` over windows of :data:`PIPELINE` segments of ``pullBatchSize`` offsets each.
+
+    A window whose pulls failed on their connections is pulled again (see the module docstring).
+    """
     size = options.pull_batch_size
     pending: list[ReplyChunk] = []
     rows = 0
     offset = r.start
+    failed_in_a_row = 0
     while offset < r.end:
         bounds = [
             (s, min(s + size, r.end)) for s in range(offset, min(r.end, offset + size * PIPELINE), size)
@@ -198,9 +213,17 @@ async def _pull_pipelined(
             for i, (start, end) in enumerate(bounds):
                 piece = QueueRange(r.topic, r.broker_name, r.queue_id, start, end, address)
                 nursery.start_soon(_segment, api, piece, options, found[i], errors, i)
-        for error in errors:
-            if error is not None:
-                raise error  # the lowest segment's: what a lone pull loop would have met first
+        failed = [error for error in errors if error is not None]
+        if failed:
+            # The lowest segment's error: what a lone pull loop would have met first.
+            if failed_in_a_row >= options.fetch_offset_retries or any(
+                transport_failures(error) is None for error in failed
+            ):
+                raise failed[0]
+            failed_in_a_row += 1
+            address = await _address_anew(api, options, r, address, failed[0], failed_in_a_row)
+            continue
+        failed_in_a_row = 0
         for replies in found:
             pending.extend(replies)
             rows += sum(reply.rows for reply in replies)
@@ -227,6 +250,31 @@ async def _segment(
         await _pull(api, piece, options, piece.address, keep, BATCH_ROWS)
     except Exception as exc:  # reported in segment order by the caller
         errors[index] = exc
+
+
+async def _address_anew(
+    api: RemotingApi, options: ReadOptions, r: QueueRange, address: str, error: Exception, attempt: int
+) -> str:
+    """After ``fetchOffset.retryIntervalMs``, the address the route now names for ``r``'s broker
+    (``address`` again when the route cannot be read or lacks the broker: it may be back)."""
+    interval = options.fetch_offset_retry_interval_ms
+    log.warning(
+        "queue %s: pulling from %s failed (%s: %s); reading the route again in %d ms (retry %d of %d)",
+        r.key,
+        address,
+        type(error).__name__,
+        error,
+        interval,
+        attempt,
+        options.fetch_offset_retries,
+    )
+    await trio.sleep(interval / 1000.0)
+    try:
+        found = broker_addresses(await route(api, options, r.topic)).get(r.broker_name)
+    except RocketMQError as exc:
+        log.warning("queue %s: the route could not be read (%s); trying %s again", r.key, exc, address)
+        return address
+    return found or address
 
 
 def _lost(r: QueueRange, offset: int, available: int, why: str, options: ReadOptions) -> None:

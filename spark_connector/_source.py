@@ -39,7 +39,13 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from rocketmq_py.lowlevel import RemotingApi
-from spark_connector._metadata import queue_states, resolve_topics, run_with_api, search_offsets
+from spark_connector._metadata import (
+    queue_states,
+    resolve_topics,
+    run_with_api,
+    run_with_retries,
+    search_offsets,
+)
 from spark_connector._options import ReadOptions, parse_read_options
 from spark_connector._planning import QueueRange, RocketMQPartition, plan_partitions, resolve_ranges
 from spark_connector._pushdown import Pushdown, push_filters
@@ -180,7 +186,7 @@ class RocketMQBatchReader(DataSourceReader):
             narrowed = pushdown.narrow(ranges)
             return [_clip(r, starting, ending) for r in narrowed]
 
-        return run_with_api(options, plan)
+        return run_with_retries(options, "planning the read", lambda: run_with_api(options, plan))
 
     def partitions(self) -> Sequence[InputPartition]:
         return list(

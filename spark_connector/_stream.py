@@ -39,6 +39,7 @@ from spark_connector._metadata import (
     queue_states,
     resolve_topics,
     run_with_api,
+    run_with_retries,
     search_offsets,
 )
 from spark_connector._offsets import Offsets, limit_offsets, offsets_to_ranges, parse_queue_key, total_rows
@@ -92,16 +93,22 @@ class _StreamReader(DataSourceStreamReader):
 
     # --- cluster state ------------------------------------------------------------------------------
 
-    def _fetch_states(self) -> list[QueueState]:
-        """Every queue of the query's topics with its bounds (one short trio run)."""
+    def _read_states(self) -> list[QueueState]:
+        """Every queue of the query's topics with its bounds (one short trio run, one attempt)."""
 
         async def fetch(api: RemotingApi) -> list[QueueState]:
             return await queue_states(api, self.options, await resolve_topics(api, self.options))
 
         return run_with_api(self.options, fetch)
 
-    def _snapshot(self) -> _Snapshot:
-        states = self._fetch_states()
+    def _fetch_states(self) -> list[QueueState]:
+        """:meth:`_read_states`, tried again after a transport failure (a broker gone mid-planning)."""
+        return run_with_retries(self.options, "reading the queues' offsets", self._read_states)
+
+    def _snapshot(self, states: list[QueueState] | None = None) -> _Snapshot:
+        """The cluster view from ``states`` (default: read now); keeps its addresses and minimums."""
+        if states is None:
+            states = self._fetch_states()
         latest: Offsets = {}
         minimums: Offsets = {}
         addresses: dict[str, str] = {}
@@ -126,7 +133,9 @@ class _StreamReader(DataSourceStreamReader):
             async def search(api: RemotingApi) -> Any:
                 return await search_offsets(api, snap.states, ts, group=READER_GROUP)
 
-            starting_offsets = run_with_api(self.options, search)
+            starting_offsets = run_with_retries(
+                self.options, "searching offsets by time", lambda: run_with_api(self.options, search)
+            )
         ranges = resolve_ranges(
             snap.states,
             starting=self.options.starting,
@@ -204,9 +213,11 @@ class _StreamReader(DataSourceStreamReader):
         async def fetch(api: RemotingApi) -> list[QueueState]:
             return await queue_states(api, self.options, topics)
 
+        states = run_with_retries(
+            self.options, "reading the queues' minimums", lambda: run_with_api(self.options, fetch)
+        )
         found = {
-            queue_key(s.queue.topic, s.queue.broker_name, s.queue.queue_id): s.min_offset
-            for s in run_with_api(self.options, fetch)
+            queue_key(s.queue.topic, s.queue.broker_name, s.queue.queue_id): s.min_offset for s in states
         }
         return {k: found.get(k, 0) for k in keys}
 
@@ -220,19 +231,26 @@ class _StreamReader(DataSourceStreamReader):
             return
         if any(f"{parse_queue_key(k)[0]}/{parse_queue_key(k)[1]}" not in self._addresses for k in end):
             self._snapshot()
-        addresses = self._addresses
+        attempts = 0
 
-        commits = []
-        for key, offset in sorted(end.items()):
-            topic, broker, queue_id = parse_queue_key(key)
-            address = addresses.get(f"{topic}/{broker}")
-            if address is not None:
-                commits.append((address, MessageQueue(topic, broker, queue_id), int(offset)))
+        def attempt() -> None:
+            nonlocal attempts
+            if attempts:  # the broker may have failed over: its address anew
+                self._snapshot(self._read_states())
+            attempts += 1
+            commits = []
+            for key, offset in sorted(end.items()):
+                topic, broker, queue_id = parse_queue_key(key)
+                address = self._addresses.get(f"{topic}/{broker}")
+                if address is not None:
+                    commits.append((address, MessageQueue(topic, broker, queue_id), int(offset)))
 
-        async def store(api: RemotingApi) -> None:
-            await commit_group_offsets(api, group, commits)
+            async def store(api: RemotingApi) -> None:
+                await commit_group_offsets(api, group, commits)
 
-        run_with_api(self.options, store)
+            run_with_api(self.options, store)
+
+        run_with_retries(self.options, f"committing offsets to group {group!r}", attempt)
 
     def stop(self) -> None:
         pass

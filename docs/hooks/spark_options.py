@@ -39,7 +39,7 @@ PARSERS = {"reader": "parse_read_options", "writer": "parse_sink_options"}
 #: The helpers whose second argument is an option's name.
 _READERS = frozenset({"_get", "_int", "_bool", "_text", "_flag"})
 _TABLE = re.compile(r"<!-- spark-options: (?P<name>\w+) -->\n(?P<body>.*?)<!-- /spark-options -->", re.DOTALL)
-_ROW_NAME = re.compile(r"^\|\s*`(?P<option>[A-Za-z]+)`", re.MULTILINE)
+_ROW_NAME = re.compile(r"^\|\s*`(?P<option>[A-Za-z][A-Za-z.]*)`", re.MULTILINE)
 _COLUMNS = re.compile(r"<!-- spark-columns -->\n(?P<body>.*?)<!-- /spark-columns -->", re.DOTALL)
 _COLUMN_ROW = re.compile(r"^\|\s*`(?P<name>\w+)`\s*\|\s*`(?P<type>[^`]+)`", re.MULTILINE)
 _CLIENT_TABLE = re.compile(

@@ -27,6 +27,7 @@ def test_batch_defaults() -> None:
     assert o.pull_batch_size == 32
     assert o.pull_timeout_ms == 10_000
     assert o.pull_timeout == 10.0
+    assert (o.fetch_offset_retries, o.fetch_offset_retry_interval_ms) == (3, 1000)
 
 
 def test_stream_defaults_to_latest() -> None:
@@ -45,6 +46,8 @@ def test_keys_are_case_insensitive_and_values_parsed() -> None:
             "failOnDataLoss": "False",
             "pullBatchSize": "64",
             "pullTimeoutMs": "2500",
+            "FETCHOFFSET.NUMRETRIES": "0",
+            "fetchOffset.retryIntervalMs": "0",
             "subExpression": "A || B",
             "path": "ignored",
         },
@@ -59,6 +62,7 @@ def test_keys_are_case_insensitive_and_values_parsed() -> None:
     assert o.fail_on_data_loss is False
     assert o.pull_batch_size == 64
     assert o.pull_timeout == 2.5
+    assert (o.fetch_offset_retries, o.fetch_offset_retry_interval_ms) == (0, 0)
     assert o.sub_expression == "A || B"
     assert o.extra == {"path": "ignored"}
 
@@ -139,6 +143,8 @@ def test_options_pickle() -> None:
         ({**BASE, "failOnDataLoss": "maybe"}, False, "failOnDataLoss"),
         ({**BASE, "pullBatchSize": "5000"}, False, "pullBatchSize"),
         ({**BASE, "pullTimeoutMs": "0"}, False, "pullTimeoutMs"),
+        ({**BASE, "fetchOffset.numRetries": "-1"}, False, "fetchOffset.numRetries"),
+        ({**BASE, "fetchOffset.retryIntervalMs": "soon"}, True, "fetchOffset.retryIntervalMs"),
         ({**BASE, "subExpression": "||"}, False, "subExpression"),
         ({**BASE, "commitToGroup": "g"}, False, "commitToGroup"),
         ({**BASE, "commitToGroup": "bad group"}, True, "commitToGroup"),

@@ -48,6 +48,7 @@ __all__ = [
     "master_address",
     "publish_info",
     "route_changed",
+    "serving_brokers",
     "sorted_queues",
     "subscribe_queues",
 ]
@@ -165,6 +166,11 @@ def subscribe_queues(topic: str, route: TopicRouteData) -> frozenset[MessageQueu
         if data.perm & PERM_READ
         for queue_id in range(data.read_queue_nums)
     )
+
+
+def serving_brokers(route: TopicRouteData) -> frozenset[str]:
+    """The names of the brokers that hold queues of ``route``."""
+    return frozenset(q.broker_name for q in route.queue_datas)
 
 
 def sorted_queues(queues: Iterable[MessageQueue]) -> tuple[MessageQueue, ...]:

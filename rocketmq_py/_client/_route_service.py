@@ -42,6 +42,7 @@ from rocketmq_py._client._route import (
     find_broker_address,
     publish_info,
     route_changed,
+    serving_brokers,
     subscribe_queues,
 )
 from rocketmq_py.errors import BrokerError, ProtocolError, RouteNotFound, TopicNotExist, TransportError
@@ -263,9 +264,9 @@ class RouteService:
     def _note_lost_brokers(self, topic: str, old: TopicRouteData | None, new: TopicRouteData) -> None:
         """Remember the brokers ``topic``'s route lost (served queues in ``old``, none in ``new``)
         until a route names them again, and wake the refresh loop for a new loss."""
-        serving = _serving(new)
+        serving = serving_brokers(new)
         missing, until = self._lost.get(topic, (frozenset(), 0.0))
-        gone = _serving(old) - serving if old is not None else frozenset()
+        gone = serving_brokers(old) - serving if old is not None else frozenset()
         if gone:
             until = trio.current_time() + LOST_BROKER_WATCH
             log.info(
@@ -424,8 +425,3 @@ class RouteService:
             elif recheck_at is not None and now >= recheck_at:
                 await self.refresh_lost()
                 recheck_at = None
-
-
-def _serving(route: TopicRouteData) -> frozenset[str]:
-    """The brokers that hold queues of ``route``."""
-    return frozenset(q.broker_name for q in route.queue_datas)

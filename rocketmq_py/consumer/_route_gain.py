@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
+from rocketmq_py._client._route import serving_brokers
 from rocketmq_py.protocol import TopicRouteData
 
 __all__ = ["RouteGainWatch"]
@@ -33,7 +34,7 @@ class RouteGainWatch:
         self._serving: dict[str, frozenset[str]] = {}
 
     def __call__(self, topic: str, route: TopicRouteData) -> None:
-        serving = frozenset(q.broker_name for q in route.queue_datas)
+        serving = serving_brokers(route)
         before = self._serving.get(topic)
         self._serving[topic] = serving
         if before is None or topic not in self._topics():

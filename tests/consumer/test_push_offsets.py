@@ -204,7 +204,9 @@ async def test_the_periodic_commit_leaves_a_dropped_queues_offset_to_the_fix(
 ) -> None:
     """Between OFFSET_ILLEGAL and the fix 10 s later the queue is dropped and its offset in memory is
     the old one: the periodic commit sends nothing for it. Sent, it could be stored after the fix's
-    commit (a broker runs offset requests on a pool of threads), and the member would start the
+    commit: a broker runs offset requests on a pool of threads (``BrokerController.registerProcessor``
+    gives UPDATE_CONSUMER_OFFSET the ``consumerManageExecutor``, ``consumerManageThreadPoolNums``
+    threads), and the member would start the
     rebuilt queue from the old offset again (Java's ``persistAll`` sends it). The same when a
     ``mqadmin resetOffsetByTime`` answers the pulls with OFFSET_ILLEGAL: the old offset would undo
     the reset."""

@@ -13,6 +13,10 @@ Each command prints one JSON line (the last line of its output) with what the te
 - ``write``: ``rows`` rows in two partitions written with ``deterministicKeys`` and ``writeId``;
   partition 0 goes to ``topic_a``, partition 1 to ``topic_b`` (``_worker_fault`` kills a Python
   worker in the middle of it when the test asks).
+- ``steps``: ``{"steps": [[command, args], ...]}``, the commands one after the other in this one
+  application (one driver, one set of executors); its JSON has their results, in order. Each
+  application costs a driver JVM, an executor JVM per worker and their Python workers: about a
+  minute on a busy two-core machine.
 """
 
 from __future__ import annotations
@@ -122,7 +126,7 @@ def _write(spark: Any, args: dict[str, Any]) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--remote", default=None, help="a Spark Connect URL (sc://host:port)")
-    parser.add_argument("command", choices=["read", "stream", "write"])
+    parser.add_argument("command", choices=["read", "stream", "write", "steps"])
     parser.add_argument("args", help="the command's arguments as one JSON object")
     ns = parser.parse_args()
     args = json.loads(ns.args)
@@ -138,7 +142,17 @@ def main() -> int:
         spark.sparkContext.setLogLevel("ERROR")
     spark_connector.register(spark)
     started = time.monotonic()
-    result = {"read": _read, "stream": _stream, "write": _write}[ns.command](spark, args)
+    commands = {"read": _read, "stream": _stream, "write": _write}
+    if ns.command == "steps":
+        results = []
+        for command, step_args in args["steps"]:
+            step_started = time.monotonic()
+            step = commands[command](spark, {**step_args, "remote": args.get("remote", False)})
+            step["seconds"] = time.monotonic() - step_started
+            results.append(step)
+        result: dict[str, Any] = {"results": results}
+    else:
+        result = commands[ns.command](spark, args)
     result["seconds"] = time.monotonic() - started
     spark.stop()
     print(json.dumps(result))

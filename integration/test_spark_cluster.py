@@ -4,6 +4,10 @@ JVMs on 127.0.0.1 (``rocketmq_py.testing.SparkStandalone``), drivers started wit
 Unlike the rest of the Spark tests (one ``local[2]`` session, driver and executors in one JVM), each
 executor here is its own JVM on its own worker, with its own Python workers, so the source's plan,
 its partitions and the sink's producers cross process boundaries as on a real cluster.
+
+An application costs a driver JVM, an executor JVM per worker and their Python workers (about a
+minute on CI's busy machine), so one application (``first_app``) runs the batch read, the stream's
+first run and the write; only the stream's second run, which must be a new driver, has its own.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +30,82 @@ from spark_connector._sink import deterministic_uniq_key
 FAULT = Path(__file__).with_name("_worker_fault")  # sitecustomize: kills a sink worker mid-task
 QUEUES = 8
 PullAll = Callable[..., Any]
+READ_PARTITIONS = 4
+WRITE_ROWS = 2000
 
 
 @pytest.fixture(scope="module")
 def standalone() -> Iterator[SparkStandalone]:
     with SparkStandalone(workers=2, worker_cores=1, worker_memory="1g") as spark_cluster:
         yield spark_cluster
+
+
+@dataclass
+class FirstApp:
+    """What the module's shared application was given and what each of its steps returned."""
+
+    read_topic: str
+    read_sent: list[str]
+    read: dict[str, Any]
+    stream_args: dict[str, Any]
+    stream_first: list[str]
+    stream: dict[str, Any]
+    write_topics: tuple[str, str]
+    write_id: str
+    markers: Path
+
+
+def new_topic(cluster: Cluster, prefix: str) -> str:
+    topic = f"{prefix}-{uuid.uuid4().hex[:12]}"
+    cluster.create_topic(topic, QUEUES)
+    return topic
+
+
+@pytest.fixture(scope="module")
+def first_app(
+    standalone: SparkStandalone, cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
+) -> FirstApp:
+    """One spark-submit: the batch read, the stream's first run, then the write whose task is killed.
+
+    The fault (``_worker_fault``) is armed for the whole application but fires only on the write
+    topic ``topic_b``, so the read and the stream run as in an application of their own; the write
+    comes last, after the Python worker it kills has served the others.
+    """
+    tmp = tmp_path_factory.mktemp("spark-cluster")
+    read_topic = new_topic(cluster, "spark-sa")
+    read_sent = produce(cluster, read_topic, 0, 800)
+    stream_topic = new_topic(cluster, "spark-sa-s")
+    stream_args: dict[str, Any] = {
+        "namesrv": cluster.namesrv_addr,
+        "topic": stream_topic,
+        "out": str(tmp / "out"),
+        "checkpoint": str(tmp / "checkpoint"),
+    }
+    stream_first = produce(cluster, stream_topic, 0, 300)
+    topic_a, topic_b = new_topic(cluster, "spark-sa-wa"), new_topic(cluster, "spark-sa-wb")
+    write_id, markers = f"it-{uuid.uuid4().hex}", tmp / "attempt"
+    fault = {
+        "spark.executorEnv.PYTHONPATH": str(FAULT),
+        "spark.executorEnv.RMQ_IT_KILL": f"{topic_b}:200:{markers}",
+    }
+    steps = [
+        ["read", {"namesrv": cluster.namesrv_addr, "topic": read_topic, "partitions": READ_PARTITIONS}],
+        ["stream", {**stream_args, "max_per_batch": 100}],
+        [
+            "write",
+            {
+                "namesrv": cluster.namesrv_addr,
+                "topic_a": topic_a,
+                "topic_b": topic_b,
+                "rows": WRITE_ROWS,
+                "write_id": write_id,
+            },
+        ],
+    ]
+    read, stream, _ = submit(standalone, "steps", conf=fault, steps=steps)["results"]
+    return FirstApp(
+        read_topic, read_sent, read, stream_args, stream_first, stream, (topic_a, topic_b), write_id, markers
+    )
 
 
 def submit(
@@ -50,14 +125,13 @@ def submit(
     return run_job(launcher, standalone.env, command, **args)
 
 
-def test_batch_read_on_two_executor_jvms(
-    standalone: SparkStandalone, cluster: Cluster, create_topic: Callable[..., str]
-) -> None:
-    topic = create_topic(QUEUES, prefix="spark-sa")
-    sent = produce(cluster, topic, 0, 800)
-    partitions = 4
-    result = submit(standalone, "read", namesrv=cluster.namesrv_addr, topic=topic, partitions=partitions)
-
+def test_batch_read_on_two_executor_jvms(first_app: FirstApp) -> None:
+    topic, sent, result, partitions = (
+        first_app.read_topic,
+        first_app.read_sent,
+        first_app.read,
+        READ_PARTITIONS,
+    )
     rows = result["rows"]
     assert Counter(r[0] for r in rows) == Counter(sent)  # every message exactly once
     assert sorted(r[4] for r in rows) == sorted(f"m{n}" for n in range(800))
@@ -78,13 +152,10 @@ def test_batch_read_on_two_executor_jvms(
 
 
 def test_available_now_stream_restarts_from_its_checkpoint(
-    standalone: SparkStandalone, cluster: Cluster, create_topic: Callable[..., str], tmp_path: Path
+    standalone: SparkStandalone, cluster: Cluster, first_app: FirstApp
 ) -> None:
-    topic = create_topic(QUEUES, prefix="spark-sa-s")
-    out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    args = {"namesrv": cluster.namesrv_addr, "topic": topic, "out": str(out), "checkpoint": str(checkpoint)}
-    first = produce(cluster, topic, 0, 300)
-    run1 = submit(standalone, "stream", max_per_batch=100, **args)
+    args, first, run1 = first_app.stream_args, first_app.stream_first, first_app.stream
+    topic, out = args["topic"], args["out"]
     assert run1["rows"] == 300
     assert run1["batches"] >= 3  # admission control: maxRecordsPerBatch
     second = produce(cluster, topic, 300, 120)
@@ -95,32 +166,11 @@ def test_available_now_stream_restarts_from_its_checkpoint(
     assert Counter(table.column("msg_id").to_pylist()) == Counter(first + second)  # no loss, no replay
 
 
-def test_write_with_a_task_retry_leaves_no_duplicate_msg_id(
-    standalone: SparkStandalone,
-    cluster: Cluster,
-    create_topic: Callable[..., str],
-    pull_all: PullAll,
-    tmp_path: Path,
-) -> None:
-    topic_a, topic_b = create_topic(QUEUES, prefix="spark-sa-wa"), create_topic(QUEUES, prefix="spark-sa-wb")
-    rows, write_id = 2000, f"it-{uuid.uuid4().hex}"
-    marker = tmp_path / "attempt"
-    fault = {
-        "spark.executorEnv.PYTHONPATH": str(FAULT),
-        "spark.executorEnv.RMQ_IT_KILL": f"{topic_b}:200:{marker}",
-    }
-    submit(
-        standalone,
-        "write",
-        conf=fault,
-        namesrv=cluster.namesrv_addr,
-        topic_a=topic_a,
-        topic_b=topic_b,
-        rows=rows,
-        write_id=write_id,
-    )
+def test_write_with_a_task_retry_leaves_no_duplicate_msg_id(first_app: FirstApp, pull_all: PullAll) -> None:
+    (topic_a, topic_b), rows, write_id = first_app.write_topics, WRITE_ROWS, first_app.write_id
     # Partition 1's first attempt died after 200 of its rows were stored; Spark ran it again.
-    attempts = sorted(p.name.split(".", 1)[1] for p in tmp_path.glob("attempt.*"))
+    markers = first_app.markers
+    attempts = sorted(p.name.split(".", 1)[1] for p in markers.parent.glob(f"{markers.name}.*"))
     assert attempts == ["p1.a0", "p1.a1"]
 
     half = rows // 2

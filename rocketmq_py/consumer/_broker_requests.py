@@ -28,9 +28,9 @@ import logging
 import sys
 import threading
 import traceback
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import Protocol
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
 import trio
 
@@ -54,6 +54,7 @@ from rocketmq_py.protocol import (
 )
 
 __all__ = [
+    "CommandCallbacks",
     "CommandTarget",
     "HandlerRegistry",
     "command_handlers",
@@ -88,6 +89,17 @@ class CommandTarget(Protocol):
     ) -> ConsumeMessageDirectlyResult:
         """Run the listener on ``msg`` once (no retry, no offset change) and say how it went."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class CommandCallbacks:
+    """A :class:`CommandTarget` made of the member's callables (the handlers never see the member)."""
+
+    group: str
+    request_rebalance: Callable[[], None]
+    running_info: Callable[[], ConsumerRunningInfo]
+    reset_offsets: Callable[[str, Mapping[MessageQueue, int]], Coroutine[Any, Any, None]]
+    consume_directly: Callable[[MessageExt, str | None], Coroutine[Any, Any, ConsumeMessageDirectlyResult]]
 
 
 class HandlerRegistry(Protocol):

@@ -477,7 +477,7 @@ class LitePullConsumer(GroupMember):
         allocation = await self._allocate(topic)
         if allocation is not None:
             await self._lite_queues().rebalance_topic(
-                topic, allocation, self.broadcasting, self._handoff_start, self.strategy.name
+                topic, allocation, self.broadcasting, self._rounds.handoff_start, self.strategy.name
             )
 
     def _running_info(self) -> ConsumerRunningInfo:

@@ -15,10 +15,10 @@ Lifecycle of ``async with consumer``::
     leave: _leave (hand the queues off, cancel the services)
            -> unregister from the brokers, close the connections (the client instance)
 
-The rebalance loop runs a round at start, every ``rebalance_interval`` seconds and at once when a
-broker sends NOTIFY_CONSUMER_IDS_CHANGED, and one second after a round that failed or could not
-take all its queues (``_rebalance_retry``; Java's ``RebalanceService`` waits ``minInterval`` after a
-round that is not balanced).
+The rebalance loop (:class:`~rocketmq_py.consumer._rebalance_rounds.RebalanceRounds`) runs a round
+at start, every ``rebalance_interval`` seconds, at once when a broker sends
+NOTIFY_CONSUMER_IDS_CHANGED, and one second after a round that failed or could not take all its
+queues.
 """
 
 from __future__ import annotations
@@ -38,9 +38,8 @@ from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.consumer._allocate import AllocateStrategy, get_strategy
-from rocketmq_py.consumer._broker_requests import install_command_handlers
+from rocketmq_py.consumer._broker_requests import CommandCallbacks, install_command_handlers
 from rocketmq_py.consumer._filter import MessageFilter
-from rocketmq_py.consumer._flow import REBALANCE_MIN_INTERVAL_MS
 from rocketmq_py.consumer._group_client import (
     Allocation,
     allocate_topic,
@@ -50,9 +49,10 @@ from rocketmq_py.consumer._group_client import (
     refresh_quietly,
 )
 from rocketmq_py.consumer._offset_store_api import OffsetStore
+from rocketmq_py.consumer._rebalance_rounds import RebalanceRounds
 from rocketmq_py.consumer._route_gain import RouteGainWatch
 from rocketmq_py.consumer._start_offset import consume_timestamp_epoch_ms, format_consume_timestamp
-from rocketmq_py.errors import ClientError, RocketMQError, StateError
+from rocketmq_py.errors import ClientError, StateError
 from rocketmq_py.hooks import Hook, hook_list
 from rocketmq_py.producer._validation import validate_group, validate_topic
 from rocketmq_py.protocol import (
@@ -70,7 +70,6 @@ from rocketmq_py.protocol import (
     MessageModel,
     MessageQueue,
     SubscriptionData,
-    is_retry_topic,
     unwrap_queue,
     wrap_name,
     wrap_queue,
@@ -152,10 +151,16 @@ class GroupMember:
         self._offsets: OffsetStore | None = None
         self._stack: AsyncExitStack | None = None
         self._nursery: trio.Nursery | None = None
-        self._rebalance_now = trio.Event()
-        #: A round could not take every queue it was given (orderly locks): the next one in 1 s.
-        self._rebalance_retry = False
-        self._round_started = 0.0
+        self._rounds = RebalanceRounds(
+            self.group,
+            interval=rebalance_interval,
+            handoff_delay=handoff_delay,
+            broadcasting=self.broadcasting,
+            topics=lambda: self._subscriptions,
+            rebalance_topic=self._rebalance_topic,
+            after_round=self._after_rebalance,
+            enabled=self._rebalances,
+        )
         self._started_ms = 0
         self._started_at = 0.0
         #: Called around each consumption (set by the subclass from its ``hooks`` argument).
@@ -276,7 +281,7 @@ class GroupMember:
         if self._instance is not None:
             self._instance.routes.use_topic(topic)
             self._instance.heartbeat_soon()
-            self._rebalance_now.set()
+            self._rounds.request()
 
     def _set_subscription(self, topic: str, expression: str, kind: ExpressionType) -> None:
         sub = next_subscription(self._subscriptions.get(topic), topic, expression, kind)
@@ -338,7 +343,7 @@ class GroupMember:
             await self._open(stack, instance)
             self._nursery = await stack.enter_async_context(open_service_nursery())
             await self._start(self._nursery)
-            await self._nursery.start(self._rebalance_loop)
+            await self._nursery.start(self._rounds.run)
             self._started()
         except BaseException:
             self._instance = None
@@ -380,7 +385,14 @@ class GroupMember:
         self._offsets = await open_offset_store(
             instance, self.group, broadcasting=self.broadcasting, directory=self.offsets_dir
         )
-        install_command_handlers(instance, _Requests(self), consume_directly=self._consumes_directly)
+        callbacks = CommandCallbacks(
+            self.group,
+            self._request_rebalance,
+            self._running_info,
+            self._reset_offsets,
+            self._consume_directly,
+        )
+        install_command_handlers(instance, callbacks, consume_directly=self._consumes_directly)
         instance.add_consumer(self.group, self._consumer_data)
         instance.routes.add_listener(RouteGainWatch(lambda: self._subscriptions, self._on_route_gain))
         for topic in self._subscriptions:
@@ -391,7 +403,7 @@ class GroupMember:
 
     def _request_rebalance(self) -> None:
         log.info("%s: the broker says the members of %s changed: rebalancing now", self.client_id, self.group)
-        self._rebalance_now.set()
+        self._rounds.request()
 
     def _on_route_gain(self, topic: str, brokers: frozenset[str]) -> None:
         log.info(
@@ -400,7 +412,7 @@ class GroupMember:
             topic,
             ", ".join(sorted(brokers)),
         )
-        self._rebalance_now.set()
+        self._rounds.request()
 
     def _running_info(self) -> ConsumerRunningInfo:
         """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``)."""
@@ -436,16 +448,6 @@ class GroupMember:
 
     # --- rebalance ---------------------------------------------------------------------------------
 
-    async def _rebalance_loop(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        await self._rebalance()
-        task_status.started()
-        while True:
-            interval = REBALANCE_MIN_INTERVAL_MS / 1000 if self._rebalance_retry else self.rebalance_interval
-            with trio.move_on_after(min(interval, self.rebalance_interval)):
-                await self._rebalance_now.wait()
-            self._rebalance_now = trio.Event()
-            await self._rebalance()
-
     def _rebalances(self) -> bool:
         """Whether rounds allocate queues (a lite consumer given its queues does not)."""
         return True
@@ -462,20 +464,7 @@ class GroupMember:
 
     async def _rebalance(self) -> None:
         """Rebalance every subscribed topic now (errors are logged; another round follows in 1 s)."""
-        if not self._rebalances():
-            return
-        self._rebalance_retry = False
-        self._round_started = trio.current_time()
-        for topic in list(self._subscriptions):
-            if topic not in self._subscriptions:
-                continue  # dropped by this round (a POP retry topic, once the topic is popped)
-            try:
-                await self._rebalance_topic(topic)
-            except RocketMQError as exc:
-                log.warning("%s: rebalance of %s failed: %s", self.group, topic, exc)
-                # Java: the round is not balanced (a retry topic's failure aside), the next in 1 s.
-                self._rebalance_retry = self._rebalance_retry or not is_retry_topic(topic)
-        self._after_rebalance()
+        await self._rounds.round()
 
     async def _allocate(self, topic: str) -> Allocation | None:
         """``topic``'s queues, the group's members and this member's share (None: no route yet)."""
@@ -488,16 +477,6 @@ class GroupMember:
 
     def _after_rebalance(self) -> None:
         """A round over every topic is done (no I/O)."""
-
-    def _handoff_start(self, members: int) -> float | None:
-        """When a queue assigned in this round may read its committed offset (None: at once).
-
-        The previous owners rebalance on the same notification and commit first; one delay per
-        round, not per topic. Only with other members, and never when broadcasting.
-        """
-        if self.broadcasting or members <= 1 or self.handoff_delay <= 0:
-            return None
-        return self._round_started + self.handoff_delay
 
     # --- running info ------------------------------------------------------------------------------
 
@@ -519,31 +498,6 @@ class GroupMember:
             "clientIP": self.config.client_ip or "",
             "unitMode": "false",
         }
-
-
-class _Requests:
-    """A member as the broker's requests see it (:class:`CommandTarget`)."""
-
-    def __init__(self, member: GroupMember) -> None:
-        self._member = member
-
-    @property
-    def group(self) -> str:
-        return self._member.group
-
-    def request_rebalance(self) -> None:
-        self._member._request_rebalance()
-
-    def running_info(self) -> ConsumerRunningInfo:
-        return self._member._running_info()
-
-    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
-        await self._member._reset_offsets(topic, offsets)
-
-    async def consume_directly(
-        self, msg: MessageExt, broker_name: str | None
-    ) -> ConsumeMessageDirectlyResult:
-        return await self._member._consume_directly(msg, broker_name)
 
 
 def _handler_message(cls: str, name: str, request: str) -> str:

@@ -395,10 +395,10 @@ class PushConsumer(GroupMember):
             await nursery.start(self._pop.run)
 
     def _rebalance_soon(self) -> None:
-        self._rebalance_now.set()
+        self._rounds.request()
 
     def _retry_rebalance(self) -> None:
-        self._rebalance_retry = True
+        self._rounds.retry_soon()
 
     async def _leave(self) -> None:
         if self._pop is not None:
@@ -442,7 +442,7 @@ class PushConsumer(GroupMember):
                 len(allocation.cid_all),
             )
             return
-        handoff_start = self._handoff_start(len(allocation.cid_all))
+        handoff_start = self._rounds.handoff_start(len(allocation.cid_all))
         await self._assignment.apply(topic, allocation, handoff_start=handoff_start)
 
     async def _follow_pop_retry_topic(self, topic: str, *, popped: bool, pulled: bool) -> None:
@@ -456,7 +456,7 @@ class PushConsumer(GroupMember):
             self._set_subscription(retry, "*", ExpressionType.TAG)
             self._client_instance.routes.use_topic(retry)
             self._client_instance.heartbeat_soon()
-            self._rebalance_now.set()
+            self._rounds.request()
         elif popped and not pulled and retry in self._subscriptions:
             log.info("%s: %s is popped: unsubscribing %s (POP_MESSAGE serves it)", self.group, topic, retry)
             self._drop_subscription(retry)
@@ -504,7 +504,7 @@ class PushConsumer(GroupMember):
         # Not started: no queue is owned, none is reset (as the broker's request to a closed member).
         reset = [] if self._assignment is None else await self._assignment.reset(topic, offsets)
         log.info("%s: offsets of %d queues of %s reset: %s", self.group, len(reset), topic, offsets)
-        self._rebalance_now.set()
+        self._rounds.request()
 
     async def consume_directly(
         self, msg: MessageExt, broker_name: str | None

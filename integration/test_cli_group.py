@@ -41,8 +41,7 @@ from rocketmq_py.cli import EXIT_INTERRUPTED, EXIT_OK, main
 from rocketmq_py.cli._admin import open_admin
 from rocketmq_py.cli._group import collect_group
 from rocketmq_py.cli._inspect import GroupReport
-from rocketmq_py.consumer._broker_requests import command_handlers
-from rocketmq_py.consumer._member import _Requests
+from rocketmq_py.consumer._broker_requests import CommandCallbacks, command_handlers
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.lowlevel import ConnectionPool, RemotingApi
 from rocketmq_py.protocol import (
@@ -258,7 +257,10 @@ async def test_reset_offset_by_time_sent_to_the_client_resets_a_running_consumer
     received: list[RemotingCommand] = []
     async with consumer(cluster, group, topic, got) as pc:
         # The handler the consumer installed, through the same adapter (its private entry points).
-        handler = command_handlers(_Requests(pc))[RequestCode.RESET_CONSUMER_CLIENT_OFFSET]
+        target = CommandCallbacks(
+            pc.group, pc._request_rebalance, pc._running_info, pc._reset_offsets, pc._consume_directly
+        )
+        handler = command_handlers(target)[RequestCode.RESET_CONSUMER_CLIENT_OFFSET]
 
         async def recording(request: RemotingCommand) -> RemotingCommand | None:
             received.append(request)

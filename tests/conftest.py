@@ -7,7 +7,8 @@ NameServer (no JVM).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import socket
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,3 +79,13 @@ async def bulk_cluster() -> AsyncIterator[BulkCluster]:
                 fb.add_topic(topic, queues=QUEUES)
             namesrv.set_route(topic, route)
         yield cluster
+
+
+@pytest.fixture
+def refused_address() -> Iterator[str]:
+    """``127.0.0.1:<port>`` where connecting is refused at once: the port is bound but not listening
+    (held for the test, so nothing else takes it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        host, port = sock.getsockname()
+        yield f"{host}:{port}"

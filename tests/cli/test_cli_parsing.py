@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import pytest
@@ -25,15 +24,6 @@ ENV = {"ROCKETMQ_NAMESRV": NS}
 @pytest.fixture(autouse=True)
 def _no_namesrv_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ROCKETMQ_NAMESRV", raising=False)
-
-
-@pytest.fixture
-def closed_port() -> str:
-    """``127.0.0.1:<port>`` where nothing listens (connections are refused at once)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"127.0.0.1:{port}"
 
 
 # --- parse_command ------------------------------------------------------------------------------
@@ -209,11 +199,11 @@ def test_main_usage_error_exits_2_with_usage_and_message(capsys: pytest.CaptureF
 
 
 def test_main_uses_the_environment(
-    monkeypatch: pytest.MonkeyPatch, closed_port: str, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, refused_address: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("ROCKETMQ_NAMESRV", closed_port)
+    monkeypatch.setenv("ROCKETMQ_NAMESRV", refused_address)
     assert main(["route", "T"]) == EXIT_ERROR
-    assert f"no NameServer answered ({closed_port})" in capsys.readouterr().err
+    assert f"no NameServer answered ({refused_address})" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -224,21 +214,22 @@ def test_main_uses_the_environment(
     ],
 )
 def test_main_unreachable_namesrv_exits_1_with_one_line(
-    argv: list[str], closed_port: str, capsys: pytest.CaptureFixture[str]
+    argv: list[str], refused_address: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["-n", closed_port, *argv]) == EXIT_ERROR
+    assert main(["-n", refused_address, *argv]) == EXIT_ERROR
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.startswith(f"rocketmq-py: error: no NameServer answered ({closed_port})")
+    assert err.startswith(f"rocketmq-py: error: no NameServer answered ({refused_address})")
     assert err.count("\n") == 1
     assert "Traceback" not in err
 
 
 def test_main_send_to_unreachable_namesrv_counts_failures(
-    closed_port: str, capsys: pytest.CaptureFixture[str]
+    refused_address: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert (
-        main(["-n", closed_port, "send", "T", "--body", "x", "--count", "2", "--timeout", "1"]) == EXIT_ERROR
+        main(["-n", refused_address, "send", "T", "--body", "x", "--count", "2", "--timeout", "1"])
+        == EXIT_ERROR
     )
     out, err = capsys.readouterr()
     assert out.startswith("sent 0 of 2 message(s) to T")
@@ -248,9 +239,9 @@ def test_main_send_to_unreachable_namesrv_counts_failures(
     assert "Traceback" not in err
 
 
-def test_main_invalid_message_stops_at_once(closed_port: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_invalid_message_stops_at_once(refused_address: str, capsys: pytest.CaptureFixture[str]) -> None:
     # validation happens before any I/O: the unreachable NameServer is never asked
-    assert main(["-n", closed_port, "send", "bad topic!", "--body", "x", "--count", "50"]) == EXIT_ERROR
+    assert main(["-n", refused_address, "send", "bad topic!", "--body", "x", "--count", "50"]) == EXIT_ERROR
     err = capsys.readouterr().err
     assert err == (
         "rocketmq-py: error: invalid topic 'bad topic!': contains illegal characters, "
@@ -258,8 +249,8 @@ def test_main_invalid_message_stops_at_once(closed_port: str, capsys: pytest.Cap
     )
 
 
-def test_main_invalid_topic_name_for_create(closed_port: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["-n", closed_port, "topic", "create", "a/b", "--queues", "1"]) == EXIT_ERROR
+def test_main_invalid_topic_name_for_create(refused_address: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-n", refused_address, "topic", "create", "a/b", "--queues", "1"]) == EXIT_ERROR
     assert "invalid topic 'a/b'" in capsys.readouterr().err
 
 

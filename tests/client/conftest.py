@@ -7,8 +7,7 @@ modules cannot import this file under ``--import-mode=importlib``, so helpers ar
 
 from __future__ import annotations
 
-import socket
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 import pytest
@@ -76,12 +75,3 @@ async def cluster() -> AsyncIterator[Cluster]:
             fb.add_topic(result.topic, queues=2)
         namesrv.set_route(result.topic, Cluster.route(a, b))
         yield result
-
-
-@pytest.fixture
-def refused_address() -> Iterator[str]:
-    """``127.0.0.1:<port>`` where connecting is refused: the port is bound but not listening."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        host, port = sock.getsockname()
-        yield f"{host}:{port}"

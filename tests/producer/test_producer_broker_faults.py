@@ -260,17 +260,11 @@ async def test_a_broker_back_in_the_route_takes_the_sends_of_a_paused_one(
     assert len(cluster.route_queries()) <= 1 + 10  # at most one extra query a second
 
 
-@pytest.fixture
-def dead_address() -> str:
-    """``host:port`` where nothing listens any more (a connect is refused at once)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        host, port = sock.getsockname()
-    return f"{host}:{port}"
-
-
 async def test_an_ordered_send_finds_the_master_elected_after_a_kill(
-    cluster: Cluster, make_producer: MakeProducer, dead_address: str, autojump_clock: trio.testing.MockClock
+    cluster: Cluster,
+    make_producer: MakeProducer,
+    refused_address: str,
+    autojump_clock: trio.testing.MockClock,
 ) -> None:
     """Controller mode (issue 26 §2): the master of ``broker-a`` is killed and the controller elects a
     slave, which registers under ``brokerId`` 0 from its own address (Java
@@ -292,7 +286,7 @@ async def test_an_ordered_send_finds_the_master_elected_after_a_kill(
     def first_queue(queues: Sequence[MessageQueue], message: object, arg: object) -> MessageQueue:
         return queues[0]
 
-    cluster.namesrv.set_route(cluster.topic, route(dead_address))  # the killed master
+    cluster.namesrv.set_route(cluster.topic, route(refused_address))  # the killed master
     async with make_producer() as producer:
         with pytest.raises(RocketMQError):
             await producer.send(cluster.message(), selector=first_queue)

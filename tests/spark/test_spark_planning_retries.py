@@ -12,7 +12,6 @@ real controller-mode group.
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -40,13 +39,6 @@ from spark_connector._source import RocketMQBatchReader
 from spark_connector._stream import RocketMQStreamReader
 
 TOPIC = "retry-topic"
-
-
-def dead_address() -> str:
-    """A loopback address nothing listens on: a connection to it is refused."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
 
 
 def route_to(address: str, queues: int = 2) -> TopicRouteData:
@@ -84,6 +76,7 @@ def stream_reader(namesrv: FakeBroker, **options: str) -> RocketMQStreamReader:
 
 
 async def test_a_broker_gone_mid_planning_is_asked_again_on_a_new_route(
+    refused_address: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The first route names the killed master; its queries are refused. The retry reads the
@@ -91,7 +84,7 @@ async def test_a_broker_gone_mid_planning_is_asked_again_on_a_new_route(
     async with FakeBroker() as broker:
         broker.add_topic(TOPIC, queues=2)
         broker.put_messages(0, [Message(TOPIC, b"m%d" % i) for i in range(3)])
-        dead = dead_address()
+        dead = refused_address
         # Each step's first route read names the dead master: initialOffset, then latestOffset.
         served = serve_routes(broker, lambda n: route_to(dead if n in (0, 2) else broker.address))
         reader = stream_reader(broker, startingOffsets="earliest")
@@ -106,11 +99,11 @@ async def test_a_broker_gone_mid_planning_is_asked_again_on_a_new_route(
     assert all("ConnectionFailed" in m and "retry 1 of 3" in m for m in retries), retries
 
 
-async def test_a_batch_read_plans_on_a_new_route_too() -> None:
+async def test_a_batch_read_plans_on_a_new_route_too(refused_address: str) -> None:
     async with FakeBroker() as broker:
         broker.add_topic(TOPIC, queues=1)
         broker.put_messages(0, [Message(TOPIC, b"m%d" % i) for i in range(4)])
-        dead = dead_address()
+        dead = refused_address
         served = serve_routes(broker, lambda n: route_to(dead if n == 0 else broker.address, queues=1))
         options = parse_read_options(
             {"namesrv": broker.address, "topic": TOPIC, "fetchOffset.retryIntervalMs": "0"}, streaming=False
@@ -120,9 +113,9 @@ async def test_a_batch_read_plans_on_a_new_route_too() -> None:
     assert len(served) == 2
 
 
-async def test_planning_gives_up_after_its_retries() -> None:
+async def test_planning_gives_up_after_its_retries(refused_address: str) -> None:
     async with FakeBroker() as namesrv:
-        dead = dead_address()
+        dead = refused_address
         served = serve_routes(namesrv, lambda n: route_to(dead))
         reader = stream_reader(namesrv, **{"fetchOffset.numRetries": "2"})
         with pytest.raises(ConnectionFailed):
@@ -130,9 +123,9 @@ async def test_planning_gives_up_after_its_retries() -> None:
     assert len(served) == 3  # the first attempt and two retries
 
 
-async def test_no_retry_without_retries() -> None:
+async def test_no_retry_without_retries(refused_address: str) -> None:
     async with FakeBroker() as namesrv:
-        served = serve_routes(namesrv, lambda n: route_to(dead_address()))
+        served = serve_routes(namesrv, lambda n: route_to(refused_address))
         reader = stream_reader(namesrv, **{"fetchOffset.numRetries": "0"})
         with pytest.raises(ConnectionFailed):
             await trio.to_thread.run_sync(lambda: reader.latestOffset({}, None))
@@ -153,12 +146,12 @@ async def test_a_failure_another_attempt_cannot_mend_is_raised_at_once() -> None
         assert len(broker.requests(RequestCode.GET_ROUTEINFO_BY_TOPIC)) == 1
 
 
-async def test_a_commit_to_a_gone_broker_goes_to_the_one_that_took_over() -> None:
+async def test_a_commit_to_a_gone_broker_goes_to_the_one_that_took_over(refused_address: str) -> None:
     """``commitToGroup``: the batch's offsets go to the broker named by a route read anew."""
     async with FakeBroker() as namesrv, FakeBroker() as new_master:
         new_master.add_topic(TOPIC, queues=1)
         new_master.put_messages(0, [Message(TOPIC, b"m%d" % i) for i in range(5)])
-        old_master = dead_address()
+        old_master = refused_address
         current = [old_master]
         served = serve_routes(namesrv, lambda n: route_to(current[0], queues=1))
         reader = stream_reader(namesrv, commitToGroup="dashboards")
@@ -181,7 +174,9 @@ def bodies(batches: list[pa.RecordBatch]) -> list[bytes]:
     return [bytes(b) for batch in batches for b in batch.column("body").to_pylist()]
 
 
-async def test_a_range_planned_on_a_gone_broker_is_pulled_from_the_one_the_route_names() -> None:
+async def test_a_range_planned_on_a_gone_broker_is_pulled_from_the_one_the_route_names(
+    refused_address: str,
+) -> None:
     async with FakeBroker() as broker:
         broker.add_topic(TOPIC, queues=1)
         broker.put_messages(0, [Message(TOPIC, b"m%d" % i) for i in range(10)])
@@ -190,7 +185,7 @@ async def test_a_range_planned_on_a_gone_broker_is_pulled_from_the_one_the_route
             {"namesrv": broker.address, "topic": TOPIC, "fetchOffset.retryIntervalMs": "0"}, streaming=True
         )
         batches = await trio.to_thread.run_sync(
-            lambda: list(iter_partition(partition_on(dead_address(), 10), options))
+            lambda: list(iter_partition(partition_on(refused_address, 10), options))
         )
     assert bodies(batches) == [b"m%d" % i for i in range(10)]
     assert len(served) == 1
@@ -228,9 +223,9 @@ async def test_a_broker_that_dies_mid_range_leaves_no_row_skipped_or_read_twice(
     assert [r.getMessage() for r in caplog.records if "reading the route again" in r.getMessage()] != []
 
 
-async def test_a_range_gives_up_after_its_retries() -> None:
+async def test_a_range_gives_up_after_its_retries(refused_address: str) -> None:
     async with FakeBroker() as namesrv:
-        dead = dead_address()
+        dead = refused_address
         served = serve_routes(namesrv, lambda n: route_to(dead, queues=1))
         options = parse_read_options(
             {

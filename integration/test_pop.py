@@ -180,12 +180,21 @@ async def test_a_mixed_group_with_the_java_pop_consumer_shares_the_queues(
         ]
 
     def run_java() -> None:
-        result = run_java_program(
-            JAVA_POP_CONSUMER,
-            [cluster.namesrv_addr, group, topic, str(java_log), str(stop)],
-            version=cluster.version,
-            timeout=300,
-        )
+        # The Java client's start() throws when a route read it makes cannot be written to the
+        # NameServer (MQClientInstance.updateTopicRouteInfoFromNameServer turns the
+        # RemotingSendRequestException into an IllegalStateException; seen once, in the CI run of
+        # d01447e). A user starts it again; so does this test, at most twice, and only when it
+        # never got as far as READY: a failure after that is the test's.
+        for _ in range(3):
+            result = run_java_program(
+                JAVA_POP_CONSUMER,
+                [cluster.namesrv_addr, group, topic, str(java_log), str(stop)],
+                version=cluster.version,
+                timeout=300,
+            )
+            if result.ok or "READY" in result.output.split() or stop.exists():
+                break
+            print(f"\nthe Java POP consumer did not start; starting it again:\n{result.output[-2000:]}")
         assert result.ok, result.output
 
     log: list[tuple[str, bytes, int]] = []

@@ -105,8 +105,13 @@ class RemoteOffsetStore:
         self._unsent.pop(mq, None)
 
     async def _send_unsent(self, mq: MessageQueue) -> bool:
-        """Send the failed commit of ``mq`` again (synchronously); True once the broker took it."""
-        offset, since = self._unsent[mq]
+        """Send the failed commit of ``mq`` again (synchronously); True once the broker took it.
+
+        The periodic commit and a rebalance reading the queue's offset may send it at the same
+        time, and a newer commit may fail meanwhile: only the entry sent is forgotten, if still there.
+        """
+        entry = self._unsent[mq]
+        offset, since = entry
         if trio.current_time() - since > UNSENT_TTL:
             log.warning("%s: the offset %d of %s was never committed; given up", self.group, offset, mq)
             del self._unsent[mq]
@@ -119,7 +124,8 @@ class RemoteOffsetStore:
             log.info("%s: committing the offset %d of %s failed again: %s", self.group, offset, mq, exc)
             return False
         log.info("%s: committed the offset %d of %s (it failed before)", self.group, offset, mq)
-        del self._unsent[mq]
+        if self._unsent.get(mq) == entry:
+            del self._unsent[mq]
         return True
 
     async def _send_all_unsent(self) -> None:

@@ -822,8 +822,9 @@ class LitePullConsumer(LitePullConsumerBase):
         """Commit now, synchronously.
 
         Args:
-            offsets: queue -> offset of the next message to consume; default every assigned
-                queue's consumed offset (the one after the last message returned by poll).
+            offsets: queue -> offset of the next message to consume; default the consumed
+                offset (the one after the last message returned by poll) of every assigned
+                queue that poll returned messages from or a seek moved (as Java's ``commitSync``).
 
         Raises:
             RocketMQError: a broker did not accept an offset (or the local file failed).

@@ -96,8 +96,10 @@ class LiteQueues:
         self.queues[mq] = state
         self.nursery.start_soon(queue_task, self.parts, state, start_after)
 
-    def seek(self, mq: MessageQueue, offset: int) -> None:
+    def seek(self, mq: MessageQueue, offset: int, *, moved: bool = True) -> None:
         """Pull ``mq`` from ``offset`` next, consumed there too; its buffered messages are dropped.
+
+        ``moved``: ``commit()`` stores the offset (see :class:`LiteQueue`); a re-pull keeps the old one's.
 
         Raises:
             ClientError: ``mq`` is not assigned.
@@ -109,7 +111,7 @@ class LiteQueues:
         if offset < 0:
             raise InvalidOption(f"offset must be >= 0, got {offset}")
         self.discard(old)
-        state = LiteQueue(mq, next_offset=offset, consumed=offset)
+        state = LiteQueue(mq, next_offset=offset, consumed=offset, moved=moved)
         self.queues[mq] = state
         self.nursery.start_soon(queue_task, self.parts, state)
 
@@ -118,7 +120,8 @@ class LiteQueues:
         kept = set(assigned)
         for mq, state in list(self.queues.items()):
             if mq.topic in changed and mq in kept and state.consumed >= 0:
-                self.seek(mq, state.consumed)  # a pull in flight carries the old expression
+                # A pull in flight carries the old expression.
+                self.seek(mq, state.consumed, moved=state.moved)
         self.apply_assignment(assigned)
 
     def apply_assignment(self, assigned: Iterable[MessageQueue]) -> None:

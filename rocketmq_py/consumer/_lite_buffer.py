@@ -35,6 +35,8 @@ class LiteQueue:
         pq: its buffered messages.
         next_offset: the offset of the next pull; -1 until the start offset is known.
         consumed: the offset after the last message taken (what a commit stores); -1 until known.
+        moved: ``consumed`` was set by a poll, a seek or an offset correction, not only by the
+            start position (Java's consumer offset is -1 until then: its ``commitAll`` skips it).
         scope: cancels the queue's pull task.
         dropped: discarded (seek, revoke, close); its batches are skipped and its task stops.
     """
@@ -42,6 +44,7 @@ class LiteQueue:
     mq: MessageQueue
     next_offset: int = -1
     consumed: int = -1
+    moved: bool = False
     pq: ProcessQueue = field(default_factory=lambda: ProcessQueue(clock=trio.current_time))
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     dropped: bool = False
@@ -139,6 +142,7 @@ class LiteBuffer:
             offset = queue.pq.remove_messages(msgs)
             if offset >= 0:
                 queue.consumed = offset
+                queue.moved = True
             taken.setdefault(queue.mq, []).extend(msgs)
             count += n
             if one_batch:

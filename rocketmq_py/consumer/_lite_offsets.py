@@ -82,11 +82,18 @@ class LiteCommits:
     async def commit_all(self, *, quiet: bool) -> None:
         """:meth:`commit` every assigned queue, one after another.
 
+        Not ``quiet`` (``commit()``), only the queues whose consumed offset moved (see
+        ``LiteQueue.moved``), as Java's ``DefaultLitePullConsumerImpl.commitAll``: a queue nothing
+        was taken from has no progress to store, and its broker may not know the group yet (through
+        a 5.x Proxy a broker learns it from the group's first pull; until then it answers an offset
+        commit SUBSCRIPTION_GROUP_NOT_EXIST: ``ConsumerManageProcessor.updateConsumerOffset``).
+
         Raises:
             RocketMQError: not ``quiet`` and a write failed.
         """
         for state in list(self.queues.values()):
-            await self.commit(state, quiet=quiet)
+            if quiet or state.moved:
+                await self.commit(state, quiet=quiet)
 
     async def commit_consumed(self) -> None:
         """One auto-commit round: every assigned queue's consumed offset, written together."""

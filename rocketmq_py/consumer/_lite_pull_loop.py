@@ -138,4 +138,5 @@ async def _pull_loop(consumer: LitePullParts, state: LiteQueue) -> None:
             )
         if (action.correct_offset or action.drop_queue) and pq.msg_count == 0:
             state.consumed = action.next_offset  # nothing skipped is left unpolled
+            state.moved = True
         state.next_offset = action.next_offset

@@ -216,6 +216,52 @@ def test_blocking_facade_round_trip(cluster: Cluster, create_topic: Callable[...
         assert len(consumer.assignment()) == 4
         consumer.commit()
         committed = sum(consumer.committed(mq) for mq in consumer.assignment())
+        lags = consumer.lag()  # the blocking facade's lag() and end_offsets()
+        ends = consumer.end_offsets(consumer.assignment())
     assert {m.msg_id for m in got} == sent
     assert committed == 30
+    assert sum(ends.values()) == 30
+    assert [(lag.behind, lag.committed) for lag in lags] == [(0, ends[lag.queue]) for lag in lags]
     assert list(consumer) == []  # iteration ends once shut down
+
+
+async def test_lag_and_the_ends_of_queues_on_the_real_broker(
+    cluster: Cluster, create_topic: Callable[..., str]
+) -> None:
+    """The twin of ``tests/consumer/test_lag.py``: the broker's max offsets, stored offsets and
+    store timestamps, as ``lag()``, ``end_offsets()`` and ``beginning_offsets()`` read them."""
+    topic = create_topic(1)
+    async with Producer("it-lite-producer", namesrv=cluster.namesrv_addr) as producer:
+        for i in range(12):
+            await producer.send(Message(topic, f"lag-{i}".encode()))
+    sent_at = time.time()
+    group = f"it-lite-lag-{topic}"
+    async with lite(
+        cluster, group, auto_commit=False, pull_batch_size=2, consume_from_where="CONSUME_FROM_FIRST_OFFSET"
+    ) as consumer:
+        queues = await consumer.fetch_message_queues(topic)
+        ends = await consumer.end_offsets(queues)
+        # Every send stored (a send retried after a timeout may be stored twice: through a Proxy).
+        assert list(ends) == queues
+        assert sum(ends.values()) >= 12
+        assert await consumer.beginning_offsets(queues) == dict.fromkeys(queues, 0)
+        consumer.assign(queues)
+        batch: list[MessageExt] = []
+        with trio.fail_after(30):
+            while not batch:
+                batch = await consumer.poll(timeout=1)
+        polled = MessageQueue(topic, batch[0].broker_name or "", batch[0].queue_id)
+        lags = {lag.queue: lag for lag in await consumer.lag()}
+        await consumer.commit()
+        committed = {lag.queue: lag.committed for lag in await consumer.lag()}
+    assert set(lags) == set(queues)
+    for mq, lag in lags.items():
+        consumed = batch[-1].queue_offset + 1 if mq == polled else 0
+        assert (lag.max_offset, lag.consumed, lag.behind) == (ends[mq], consumed, ends[mq] - consumed), lag
+        assert lag.committed in (-1, 0)
+        if lag.behind:
+            assert lag.oldest_age is not None
+            assert 0 <= lag.oldest_age < time.time() - sent_at + 60  # stored moments ago (clocks agree)
+        else:
+            assert lag.oldest_age is None
+    assert committed[polled] == batch[-1].queue_offset + 1

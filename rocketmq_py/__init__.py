@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         get_strategy,
     )
     from rocketmq_py.consumer._flow import FlowLimits
+    from rocketmq_py.consumer._lag import QueueLag
     from rocketmq_py.consumer._listener import ConsumeOrderlyStatus, Listener
     from rocketmq_py.consumer._lite_pull import LitePullConsumer
     from rocketmq_py.consumer._push import (
@@ -140,6 +141,7 @@ _LAZY = {
     "FlowLimits": "rocketmq_py.consumer._flow",
     "QueueStatistics": "rocketmq_py.consumer._push",
     "PopQueueStatistics": "rocketmq_py.consumer._push",
+    "QueueLag": "rocketmq_py.consumer._lag",
     "RebalanceListener": "rocketmq_py.consumer._push",
     "QueueChangeListener": "rocketmq_py.consumer._queue_watch",
     "ExpressionType": "rocketmq_py.protocol",
@@ -225,6 +227,7 @@ __all__ = [
     "ProtocolError",
     "PushConsumer",
     "QueueChangeListener",
+    "QueueLag",
     "QueueStatistics",
     "RebalanceListener",
     "RequestTimeout",

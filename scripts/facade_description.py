@@ -270,6 +270,7 @@ Args: as :class:`rocketmq_py.PushConsumer`.
             ),
             "statistics": IN_LOOP,
             "pop_statistics": IN_LOOP,
+            "lag": AUTO,
             "rebalance": Member(deprecated=_rebalance_deprecated("PushConsumer")),
             "broadcasting": AUTO,
             "consumed": AUTO,
@@ -377,6 +378,13 @@ Args: as :class:`rocketmq_py.LitePullConsumer`.
             ),
             "committed": AUTO,
             "commit": AUTO,
+            "lag": AUTO,
+            "end_offsets": Member(
+                aio=Bridge(adapt={"queues": "list"}), sync=Bridge(adapt={"queues": "list"})
+            ),
+            "beginning_offsets": Member(
+                aio=Bridge(adapt={"queues": "list"}), sync=Bridge(adapt={"queues": "list"})
+            ),
         },
     ),
 }

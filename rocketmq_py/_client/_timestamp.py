@@ -47,6 +47,7 @@ __all__ = [
     "TimestampSearch",
     "Window",
     "offset_for_timestamp",
+    "read_stamps",
     "search_offset",
 ]
 
@@ -155,14 +156,21 @@ async def offset_for_timestamp(
         return hint
     search = TimestampSearch(timestamp_ms, hint)
     while (offset := search.next_read()) is not None:
-        search.feed(await _read(api, address, mq, offset, group))
+        search.feed(await read_stamps(api, address, mq, offset, group))
     return search.result
 
 
-async def _read(api: RemotingApi, address: str, mq: MessageQueue, offset: int, group: str) -> Window:
-    # Every message, the expression in the request; no commit, no long polling.
+async def read_stamps(
+    api: RemotingApi, address: str, mq: MessageQueue, offset: int, group: str, *, count: int = READ_BATCH
+) -> Window:
+    """The store timestamps of up to ``count`` messages of ``mq`` from ``offset``, read by a pull
+    under ``group`` (every message, the expression in the request; no commit, no long polling).
+
+    Raises:
+        RocketMQError: the broker could not be asked.
+    """
     header = pull_request_header(
-        group, mq, offset=offset, max_msgs=READ_BATCH, expression_type="TAG", subscription="*"
+        group, mq, offset=offset, max_msgs=count, expression_type="TAG", subscription="*"
     )
     reply = await api.pull_message(address, header, timeout=_READ_TIMEOUT)
     head = from_ext_fields(PullMessageResponseHeader, reply.ext_fields)

@@ -36,6 +36,7 @@ from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py.consumer._allocate import AllocateStrategy, sort_queues
 from rocketmq_py.consumer._consume_hooks import report_polled
 from rocketmq_py.consumer._flow import PERSIST_CONSUMER_OFFSET_INTERVAL_MS, REBALANCE_INTERVAL_MS, FlowLimits
+from rocketmq_py.consumer._lag import queue_ends
 from rocketmq_py.consumer._lite_assign import LiteQueues, assign_expressions
 from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
 from rocketmq_py.consumer._lite_info import lite_properties, lite_running_info, reset_lite_offsets
@@ -418,6 +419,32 @@ class LitePullConsumer(GroupMember):
         routes = self._client_instance.routes
         routes.use_topic(topic)
         return self._user_queues(sort_queues(await routes.subscribe_queues(topic)))
+
+    def _consumed_offsets(self) -> dict[MessageQueue, int]:
+        return {mq: self._queues[mq].consumed for mq in sort_queues(self._queues)}
+
+    async def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's offset after its last message (GET_MAX_OFFSET), assigned or not; aiokafka's name.
+
+        Raises:
+            StateError: the consumer is not started.
+            RocketMQError: a queue's broker could not be asked (the first such error).
+        """
+        return await self._queue_ends(queues, end=True)
+
+    async def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's first offset still stored (GET_MIN_OFFSET), assigned or not; aiokafka's name.
+
+        Raises:
+            StateError: the consumer is not started.
+            RocketMQError: a queue's broker could not be asked (the first such error).
+        """
+        return await self._queue_ends(queues, end=False)
+
+    async def _queue_ends(self, queues: Iterable[MessageQueue], *, end: bool) -> dict[MessageQueue, int]:
+        named = {self._wire_queue(mq): mq for mq in queues}
+        found = await queue_ends(self._client_instance, named, end=end)
+        return {named[mq]: found[mq] for mq in named}
 
     async def committed(self, mq: MessageQueue) -> int:
         """The group's committed offset of ``mq`` as stored (broker, or local file); -1 if none."""

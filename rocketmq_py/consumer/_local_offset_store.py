@@ -202,11 +202,19 @@ class LocalOffsetStore:
         Raises:
             OffsetStoreError: the file cannot be read or neither it nor its ``.bak`` parses.
         """
-        table = await trio.to_thread.run_sync(self.read_file)
-        offset = table.get(mq, -1)
+        offset = await self.read_persisted(mq)
         if offset >= 0:
             self.update(mq, offset, increase_only=False)
         return offset
+
+    async def read_persisted(self, mq: MessageQueue) -> int:
+        """The offset stored in the file (>= 0), -1 when it has none; the table in memory is untouched.
+
+        Raises:
+            OffsetStoreError: the file cannot be read or neither it nor its ``.bak`` parses.
+        """
+        table = await trio.to_thread.run_sync(self.read_file)
+        return table.get(mq, -1)
 
     def write_file(self, table: dict[MessageQueue, int]) -> None:
         """Replace the file atomically with ``table``, keeping the previous file as ``.bak``; blocking.

@@ -27,6 +27,7 @@ import logging
 import time
 from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from os import PathLike
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Self
@@ -48,6 +49,7 @@ from rocketmq_py.consumer._group_client import (
     open_offset_store,
     refresh_quietly,
 )
+from rocketmq_py.consumer._lag import QueueLag, queue_lags
 from rocketmq_py.consumer._offset_store_api import OffsetStore
 from rocketmq_py.consumer._rebalance_rounds import RebalanceRounds
 from rocketmq_py.consumer._route_gain import RouteGainWatch
@@ -268,6 +270,26 @@ class GroupMember:
                 f"the consumer is not running: use `async with {type(self).__name__}(...) as consumer`"
             )
         return self._nursery
+
+    async def lag(self) -> list[QueueLag]:
+        """How far each owned queue is behind, in queue order (:class:`QueueLag`): the broker's
+        max offset, the committed offset, the offset in memory, the messages behind and how long
+        ago the oldest of them was stored. Per queue: GET_MAX_OFFSET, the committed offset and,
+        when behind, a one-message pull (nothing is committed). Queues a push consumer pops (POP
+        consumption) are not owned: see ``pop_statistics()``.
+
+        Raises:
+            StateError: the consumer is not running.
+            RocketMQError: a queue's broker could not be asked.
+        """
+        self._running()
+        lags = await queue_lags(self._client_instance, self._offset_store, self._consumed_offsets())
+        named = self._user_queues(lag.queue for lag in lags)
+        return [replace(lag, queue=mq) for lag, mq in zip(lags, named, strict=True)]
+
+    def _consumed_offsets(self) -> dict[MessageQueue, int]:
+        """Each owned queue (as the brokers know it), in queue order -> its offset in memory (-1: unknown)."""
+        raise NotImplementedError
 
     # --- subscriptions -----------------------------------------------------------------------------
 

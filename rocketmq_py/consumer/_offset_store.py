@@ -82,12 +82,20 @@ class RemoteOffsetStore:
         """
         if mq in self._unsent and mq not in self._table:
             await self._send_unsent(mq)
-        offset = await self._api.query_consumer_offset(
-            await self._broker(mq), self.group, mq.topic, mq.queue_id, mq.broker_name
-        )
+        offset = await self.read_persisted(mq)
         if offset >= 0:
             self.update(mq, offset, increase_only=False)
         return offset
+
+    async def read_persisted(self, mq: MessageQueue) -> int:
+        """The broker's stored offset (>= 0), -1 when it has none; the table in memory is untouched.
+
+        Raises:
+            RocketMQError: the broker could not be asked.
+        """
+        return await self._api.query_consumer_offset(
+            await self._broker(mq), self.group, mq.topic, mq.queue_id, mq.broker_name
+        )
 
     async def persist(self, mq: MessageQueue) -> None:
         """Commit one queue's offset now (synchronous UPDATE_CONSUMER_OFFSET)."""

@@ -43,6 +43,10 @@ class OffsetStore(Protocol):
         """
         ...
 
+    async def read_persisted(self, mq: MessageQueue) -> int:
+        """The persisted offset (>= 0) or -1 when none; the offset in memory is left as it is."""
+        ...
+
     async def persist(self, mq: MessageQueue) -> None:
         """Persist one queue's offset now, synchronously."""
         ...

@@ -333,6 +333,10 @@ class PushConsumer(GroupMember):
             return stats
         return [replace(s, queue=unwrap_queue(self.namespace, s.queue)) for s in stats]
 
+    def _consumed_offsets(self) -> dict[MessageQueue, int]:
+        store = self._offset_store
+        return {mq: store.get(mq) for mq in sort_queues(self._queues)}
+
     def pop_statistics(self) -> list[PopQueueStatistics]:
         """Per queue this member pops (POP consumption; empty otherwise): unacknowledged and popped
         counts and the last pop time, in queue order."""

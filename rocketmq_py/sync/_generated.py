@@ -27,6 +27,7 @@ from rocketmq_py.consumer._flow import (
     SUSPEND_CURRENT_QUEUE_TIME_MS,
     FlowLimits,
 )
+from rocketmq_py.consumer._lag import QueueLag
 from rocketmq_py.consumer._listener import Listener, RebalanceListener
 from rocketmq_py.consumer._lite_pull import AUTO_COMMIT_INTERVAL_MS, LITE_PULL_BATCH_SIZE, POLL_TIMEOUT_MS
 from rocketmq_py.consumer._lite_pull import LitePullConsumer as TrioLitePullConsumer
@@ -447,6 +448,19 @@ class PushConsumer(SyncClient[TrioPushConsumer]):
         """
         return self._call_sync(self._client.pop_statistics)
 
+    def lag(self) -> list[QueueLag]:
+        """How far each owned queue is behind, in queue order (:class:`QueueLag`): the broker's
+        max offset, the committed offset, the offset in memory, the messages behind and how long
+        ago the oldest of them was stored. Per queue: GET_MAX_OFFSET, the committed offset and,
+        when behind, a one-message pull (nothing is committed). Queues a push consumer pops (POP
+        consumption) are not owned: see ``pop_statistics()``.
+
+        Raises:
+            StateError: the consumer is not running.
+            RocketMQError: a queue's broker could not be asked.
+        """
+        return self._call(self._client.lag)
+
     def rebalance(self) -> None:
         """Deprecated: rebalance every subscribed topic now (the rebalance loop does, on its own and
         at once when a broker says the group's members changed).
@@ -801,3 +815,34 @@ class LitePullConsumer(LitePullConsumerBase):
             RocketMQError: a broker did not accept an offset (or the local file failed).
         """
         self._call(self._client.commit, offsets)
+
+    def lag(self) -> list[QueueLag]:
+        """How far each owned queue is behind, in queue order (:class:`QueueLag`): the broker's
+        max offset, the committed offset, the offset in memory, the messages behind and how long
+        ago the oldest of them was stored. Per queue: GET_MAX_OFFSET, the committed offset and,
+        when behind, a one-message pull (nothing is committed). Queues a push consumer pops (POP
+        consumption) are not owned: see ``pop_statistics()``.
+
+        Raises:
+            StateError: the consumer is not running.
+            RocketMQError: a queue's broker could not be asked.
+        """
+        return self._call(self._client.lag)
+
+    def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's offset after its last message (GET_MAX_OFFSET), assigned or not; aiokafka's name.
+
+        Raises:
+            StateError: the consumer is not started.
+            RocketMQError: a queue's broker could not be asked (the first such error).
+        """
+        return self._call(self._client.end_offsets, list(queues))
+
+    def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
+        """Each queue's first offset still stored (GET_MIN_OFFSET), assigned or not; aiokafka's name.
+
+        Raises:
+            StateError: the consumer is not started.
+            RocketMQError: a queue's broker could not be asked (the first such error).
+        """
+        return self._call(self._client.beginning_offsets, list(queues))

@@ -65,6 +65,7 @@ from _chaos_report import ChaosReport, PhaseFigures, Records, Watch, error_kind,
 
 from rocketmq_py import ConsumeFromWhere, Message, MessageExt, Producer, PushConsumer, select_by_hash
 from rocketmq_py.errors import ClusterError, RocketMQError
+from rocketmq_py.hooks import Hook, SendContext
 from rocketmq_py.testing import Cluster, ControllerCluster, LocalCluster
 
 PHASES = ("kill", "pause", "namesrv", "unreachable")
@@ -117,6 +118,23 @@ SHORT = ChaosOptions(
 )
 
 
+class RetryCount(Hook):
+    """Counts each send's retries (attempts after its first), by the sequence number in its body.
+
+    A retry belongs to the send it repeats, so to the phase in which that send started, as the
+    copies it may leave do: the producer's running total, split by time at each phase's start,
+    gave a send that started before a phase began and retried after it to the wrong phase.
+    """
+
+    def __init__(self) -> None:
+        self.of: collections.Counter[int] = collections.Counter()  # seq -> retries
+
+    def before_send(self, ctx: SendContext) -> None:
+        """Count an attempt after the first of its send."""
+        if ctx.attempt > 1:
+            self.of[int(ctx.message.body[:12])] += 1
+
+
 async def poll(predicate: Callable[[], bool], interval: float = 0.1) -> None:
     """Return once ``predicate()`` holds (checked every ``interval`` s)."""
     while not predicate():  # noqa: ASYNC110 - the listener and the send tasks fill the state
@@ -139,9 +157,8 @@ class _Run:
         self.deliveries: collections.Counter[int] = collections.Counter()
         #: Where each delivery of a sequence number came from: (broker address, queue, offset).
         self.delivered_from: dict[int, list[tuple[str, int, int]]] = collections.defaultdict(list)
-        #: The producer's retry count at each phase's start; ``retries()`` reads it.
-        self.retries_at_start: list[int] = []
-        self.retries: Callable[[], int] = lambda: 0
+        #: The producer's retries, per send.
+        self.retry_count = RetryCount()
         self.in_flight = 0
         self.phase_index = 0
         self.watch: Watch | None = None
@@ -303,7 +320,6 @@ class _Run:
         self.phases.append(phase)
         self.phase_index = len(self.phases) - 1
         phase.start = trio.current_time()
-        self.retries_at_start.append(self.retries())
         kind, _, duration = name.partition("=")  # "pause=1.5": a 1.5-s pause
         self.before_fault = None
         broker, inject, seconds, lift = self.fault_steps(kind, phase)
@@ -372,9 +388,11 @@ class _Run:
             )
             consumers[1].subscribe(self.topic)
         async with Producer(
-            f"chaos-pg-{uuid.uuid4().hex[:8]}", namesrv=self.cluster.namesrv_addr, **producer_options
+            f"chaos-pg-{uuid.uuid4().hex[:8]}",
+            namesrv=self.cluster.namesrv_addr,
+            hooks=[self.retry_count],
+            **producer_options,
         ) as producer:
-            self.retries = lambda: producer.statistics().retries
             async with contextlib.AsyncExitStack() as stack:
                 for member in consumers:
                     await stack.enter_async_context(member)
@@ -394,9 +412,8 @@ class _Run:
             for step in self.after_close:
                 await step()
             stats = producer.statistics()
-            ends = [*self.retries_at_start[1:], stats.retries]
-            for phase, began, ended in zip(self.phases, self.retries_at_start, ends, strict=True):
-                phase.retries = ended - began
+            for seq, retries in self.retry_count.of.items():
+                self.phases[self.phase_of[seq]].retries += retries
         return self.report(str(stats))
 
     def delivered_sets(self) -> list[Any]:

@@ -81,6 +81,15 @@ async def read_topic(
     return got
 
 
+async def stored_per_queue(cluster: Cluster, topic: str) -> dict[tuple[str, int], int]:
+    """The messages each queue of ``topic`` holds, (broker name, queue id) -> its max offset (a fresh
+    LitePullConsumer's ``end_offsets``, no JVM)."""
+    consumer = LitePullConsumer(f"shape-ends-{uuid.uuid4().hex[:8]}", **cluster.client_options())
+    async with consumer:
+        ends = await consumer.end_offsets(await consumer.fetch_message_queues(topic))
+    return {(mq.broker_name, mq.queue_id): offset for mq, offset in ends.items()}
+
+
 async def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:  # noqa: ASYNC109
     """Poll ``predicate`` every 0.1 s; fail the test naming ``what`` after ``timeout`` seconds."""
     with trio.move_on_after(timeout):

@@ -51,7 +51,14 @@ from rocketmq_py.testing._distribution import find_java, write_home_conf
 from rocketmq_py.testing._tools import _BENCH_JVM_OPTS, BENCH_MAIN_CLASSES, cache_dir
 
 #: How the child runs each of our sides (``trace`` is the trio API with ``--trace``).
-API = {"ours": "trio", "trace": "trio", "aio": "asyncio", "portal": "portal", "threads": "threads"}
+API = {
+    "ours": "trio",
+    "trace": "trio",
+    "metrics": "trio",
+    "aio": "asyncio",
+    "portal": "portal",
+    "threads": "threads",
+}
 JAVA_WINDOW_REPORTS = 10  # the Java tools' TPS is a moving window over their last 10 reports
 
 
@@ -78,7 +85,9 @@ async def send_loop(args: argparse.Namespace) -> dict[str, float]:
     counting = False
     body = b"x" * args.size
     topic = args.topic
-    async with Producer("bench-py-producer", namesrv=args.namesrv, enable_trace=args.trace) as producer:
+    async with Producer(
+        "bench-py-producer", namesrv=args.namesrv, enable_trace=args.trace, hooks=metrics_hooks(args.metrics)
+    ) as producer:
         await producer.send(Message(topic, body))  # route and connections
         window_start = trio.current_time() + args.warmup
         deadline = window_start + args.seconds
@@ -291,6 +300,19 @@ async def aio_send_loop(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
+def metrics_hooks(on: bool) -> list[Any]:
+    """``--metrics``: an OpenTelemetryMetrics on an SDK meter provider whose reader never collects
+    during the run, so what is timed is the recording in the send path."""
+    if not on:
+        return []
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from rocketmq_py.otel import OpenTelemetryMetrics
+
+    return [OpenTelemetryMetrics(meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]))]
+
+
 def child_main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     for name in ("namesrv", "topic"):
@@ -301,6 +323,7 @@ def child_main(argv: list[str]) -> int:
         parser.add_argument(f"--{name}", type=int, required=True)
     parser.add_argument("--api", choices=["trio", "asyncio", "portal", "threads"], default="trio")
     parser.add_argument("--trace", action="store_true", help="enable_trace=True (message trace records)")
+    parser.add_argument("--metrics", action="store_true", help="hooks=[OpenTelemetryMetrics(...)]")
     args = parser.parse_args(argv)
     result = trio.run(send_loop, args) if args.api == "trio" else asyncio.run(aio_send_loop(args))
     print("result " + json.dumps(result), flush=True)
@@ -315,6 +338,7 @@ def run_ours(
     api: str = "trio",
     *,
     trace: bool = False,
+    metrics: bool = False,
 ) -> Figures:
     argv = [
         sys.executable,
@@ -325,6 +349,7 @@ def run_ours(
         *("--in-flight", str(args.in_flight), "--size", str(args.size), "--batch", str(batch)),
         *("--api", api),
         *(["--trace"] if trace else []),
+        *(["--metrics"] if metrics else []),
     ]
     child = Watched(argv)
     try:
@@ -437,7 +462,9 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                     figures = run_java(cluster, topic, args, batch, trace=side == "javatrace")
                 else:
                     api = API.get(side, "trio")
-                    figures = run_ours(cluster, topic, args, batch, api, trace=side == "trace")
+                    figures = run_ours(
+                        cluster, topic, args, batch, api, trace=side == "trace", metrics=side == "metrics"
+                    )
                 results[mode][side].append(figures)
                 rows.append(
                     {
@@ -497,6 +524,17 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
                     "CPU per message", [f.cpu_us for f in traced], [f.cpu_us for f in ours], "traced/trio"
                 )
             )
+        if (measured := by_side.get("metrics")) and ours:
+            print(
+                "  "
+                + ratio_line("throughput", [f.tps for f in measured], [f.tps for f in ours], "metrics/trio")
+            )
+            print(
+                "  "
+                + ratio_line(
+                    "CPU per message", [f.cpu_us for f in measured], [f.cpu_us for f in ours], "metrics/trio"
+                )
+            )
         if java and ours:
             print("  " + ratio_line("throughput", [f.tps for f in ours], [f.tps for f in java]))
             print("  " + ratio_line("CPU per message", [f.cpu_us for f in ours], [f.cpu_us for f in java]))
@@ -531,7 +569,7 @@ def main() -> int:
         "--sides",
         default="java,ours,aio",
         help="comma-separated, in round order: java, ours (the trio API), aio (rocketmq_py.aio on asyncio), "
-        "trace (the trio API with enable_trace=True), javatrace (the Java tool with -m true: its trace), "
+        "trace (the trio API with enable_trace=True), metrics (the trio API with an OpenTelemetryMetrics hook), javatrace (the Java tool with -m true: its trace), "
         "portal (asyncio over the trio client in a thread of its own), threads (asyncio.to_thread over "
         "the blocking facade)",
     )

@@ -20,6 +20,8 @@ When they run:
 - ``before_consume`` / ``after_consume``: around each listener call of a push consumer (a batch
   of messages of one queue), concurrent, orderly or popped (``client_rebalance=False``); for a lite pull consumer, once per queue's
   messages returned by ``poll``, ``getmany`` or ``async for``, both at once (as Java).
+- ``bind``: once per client the hook is given to, when it is given (a hook that observes the
+  client itself, like :class:`rocketmq_py.otel.OpenTelemetryMetrics`'s gauges, keeps it there).
 
 Hooks are plain functions called in the client's task, in the order they were registered, and
 must not block. An exception raised by a hook is logged and ignored: it never fails the send or
@@ -59,6 +61,7 @@ class SendContext:
         transactional: the half message of a transaction.
         delayed: the message has a delay level or a delivery time.
         namespace: the client's namespace (Java ``getNamespace()``), empty outside one.
+        client_id: the producer's client id (as the brokers know it), empty before it started.
         start_time: wall-clock seconds (``time.time()``) when the attempt began.
         elapsed: seconds the attempt took (set before ``after_send``).
         result: the broker's answer (``None`` until ``after_send``, and for failures and oneway sends).
@@ -79,6 +82,7 @@ class SendContext:
     transactional: bool = False
     delayed: bool = False
     namespace: str = ""
+    client_id: str = ""
     start_time: float = field(default_factory=time.time)
     elapsed: float | None = None
     result: Any = None  # SendResult (Any: keeps this module free of the producer package)
@@ -103,7 +107,10 @@ class ConsumeContext:
         consume_type: ``CONSUME_PASSIVELY`` (push consumer) or ``CONSUME_ACTIVELY`` (lite pull).
         orderly: an orderly push consumer.
         namespace: the client's namespace (Java ``getNamespace()``), empty outside one.
+        client_id: the consumer's client id (as the brokers know it).
         start_time: wall-clock seconds (``time.time()``) when the consumption began.
+        await_time: seconds the oldest of ``messages`` waited in the consumer's local cache, from
+            the pull (or pop) that brought it to this call; ``None`` where not measured (lite pull).
         elapsed: seconds the listener took (set before ``after_consume``).
         status: the listener's answer as Java names it (``"CONSUME_SUCCESS"``,
             ``"RECONSUME_LATER"``, ``"SUCCESS"``, ``"SUSPEND_CURRENT_QUEUE_A_MOMENT"``), set
@@ -121,7 +128,9 @@ class ConsumeContext:
     consume_type: ConsumeType = ConsumeType.CONSUME_PASSIVELY
     orderly: bool = False
     namespace: str = ""
+    client_id: str = ""
     start_time: float = field(default_factory=time.time)
+    await_time: float | None = None
     elapsed: float | None = None
     status: str | None = None
     return_type: str | None = None
@@ -140,6 +149,12 @@ class Hook:
     #: Shown in the log when the hook raises (default: the class name).
     name: str | None = None
 
+    def bind(self, client: Any) -> None:
+        """Called once for each client this hook is given to (``hooks=`` or ``register_hook``):
+        a :class:`~rocketmq_py.Producer`, :class:`~rocketmq_py.PushConsumer` or
+        :class:`~rocketmq_py.LitePullConsumer`, not started yet, or already running when the hook
+        is registered later. The metrics hook observes a consumer's cache through it."""
+
     def before_send(self, ctx: SendContext) -> None:
         """Before a send attempt is encoded: may add properties to ``ctx.message``."""
 
@@ -153,8 +168,9 @@ class Hook:
         """After the listener returned: ``ctx.status``, ``ctx.success``, ``ctx.elapsed`` are set."""
 
 
-def hook_list(hooks: Iterable[Hook]) -> list[Hook]:
-    """``hooks`` as a list, each checked to be a :class:`Hook`.
+def hook_list(hooks: Iterable[Hook], client: Any = None) -> list[Hook]:
+    """``hooks`` as a list, each checked to be a :class:`Hook`, then bound to ``client`` if given
+    (:meth:`Hook.bind`; what that raises is logged and ignored, as for every hook call).
 
     Raises:
         TypeError: an item is not a :class:`Hook`.
@@ -163,6 +179,12 @@ def hook_list(hooks: Iterable[Hook]) -> list[Hook]:
     for hook in checked:
         if not isinstance(hook, Hook):
             raise TypeError(f"a hook must be a rocketmq_py.Hook, got {type(hook).__name__}")
+    if client is not None:
+        for hook in checked:
+            try:
+                hook.bind(client)
+            except Exception:
+                log.exception("hook %s failed in bind", hook.name or type(hook).__name__)
     return checked
 
 

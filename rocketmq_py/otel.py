@@ -1,4 +1,8 @@
-"""OpenTelemetry tracing of sends and consumptions (``pip install 'rocketmq-py[otel]'``).
+"""OpenTelemetry tracing and metrics of sends and consumptions (``pip install 'rocketmq-py[otel]'``).
+
+:class:`OpenTelemetryMetrics` records RocketMQ's client metrics (``rocketmq_send_cost_time``,
+``rocketmq_process_time``, ``rocketmq_await_time``, the consumer's cache and lag gauges) with an
+OpenTelemetry meter provider; the rest of this page is about tracing.
 
 :class:`OpenTelemetryHook` is a :class:`~rocketmq_py.hooks.Hook`: give the same instance to
 producers and consumers::
@@ -35,10 +39,11 @@ from opentelemetry import propagate, trace
 from opentelemetry.propagators.textmap import TextMapPropagator
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from rocketmq_py._otel_metrics import OpenTelemetryMetrics
 from rocketmq_py.hooks import ConsumeContext, Hook, SendContext
 from rocketmq_py.protocol import ConsumeType, Message, MessageQueue
 
-__all__ = ["OpenTelemetryHook"]
+__all__ = ["OpenTelemetryHook", "OpenTelemetryMetrics"]
 
 #: The instrumentation scope's name (the tracer's).
 INSTRUMENTATION_NAME: Final = "rocketmq_py"

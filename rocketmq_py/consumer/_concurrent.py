@@ -66,7 +66,8 @@ DEADLINE_SLACK: Final = 1.0
 #: A worker whose listener calls never block yields to the other tasks after this many calls.
 CHECKPOINT_EVERY: Final = 32
 
-_Batch = tuple[QueueState, list[MessageExt]]
+#: A queue's messages for one listener call, and when they were handed over (trio clock).
+_Batch = tuple[QueueState, list[MessageExt], float]
 _SUCCESS = ConsumeStatus.CONSUME_SUCCESS.value
 _LATER = ConsumeStatus.RECONSUME_LATER.value
 
@@ -111,10 +112,13 @@ class ConcurrentService:
         service's.
         """
         size = self._settings.consume_batch_max_size
+        arrived = trio.current_time()
         if size == 1:
-            self._work.extend([(state, [msg]) for msg in msgs])
+            self._work.extend([(state, [msg], arrived) for msg in msgs])
         else:
-            self._work.extend([(state, list(msgs[at : at + size])) for at in range(0, len(msgs), size)])
+            self._work.extend(
+                [(state, list(msgs[at : at + size]), arrived) for at in range(0, len(msgs), size)]
+            )
         if self._parked:
             self._wake_one()  # that worker wakes another one if it leaves work behind
 
@@ -138,7 +142,7 @@ class ConcurrentService:
                             calls = 0
                             await self._park()
                             continue
-                        state, msgs = work.popleft()
+                        state, msgs, arrived = work.popleft()
                         if work and self._parked:
                             self._wake_one()
                         if state.pq.dropped or state.revoking:
@@ -148,7 +152,7 @@ class ConcurrentService:
                             deadline = scope.deadline = started + timeout + slack
                         state.begin()
                         running = (state, msgs, started)
-                        ok = await self._call(state, msgs)
+                        ok = await self._call(state, msgs, arrived)
                         running = None
                         if not ok:
                             failed = (state, msgs, started)
@@ -194,7 +198,7 @@ class ConcurrentService:
         self._parked -= 1
         self._idle.unpark()
 
-    async def _call(self, state: QueueState, msgs: list[MessageExt]) -> bool:
+    async def _call(self, state: QueueState, msgs: list[MessageExt], arrived: float) -> bool:
         """The listener on ``msgs``; whether it succeeded (an exception is logged: a failure)."""
         settings = self._settings
         namespace = settings.namespace
@@ -207,7 +211,7 @@ class ConcurrentService:
             self._listener, self._listener_async = listener, is_async_listener(listener)
         hooks = self._runtime.hooks
         if hooks:
-            return await self._call_hooked(hooks, state, msgs, listener)
+            return await self._call_hooked(hooks, state, msgs, listener, arrived)
         try:
             if self._listener_async:
                 result = await listener(msgs)  # type: ignore[misc]  # an awaitable, as checked
@@ -219,12 +223,24 @@ class ConcurrentService:
             return False
 
     async def _call_hooked(
-        self, hooks: list[Hook], state: QueueState, msgs: list[MessageExt], listener: Listener
+        self,
+        hooks: list[Hook],
+        state: QueueState,
+        msgs: list[MessageExt],
+        listener: Listener,
+        arrived: float,
     ) -> bool:
         """:meth:`_call` between the hooks' ``before_consume`` and ``after_consume``."""
         settings = self._settings
         ctx = consume_context(
-            hooks, settings.group, msgs, state.mq, orderly=False, namespace=settings.namespace
+            hooks,
+            settings.group,
+            msgs,
+            state.mq,
+            orderly=False,
+            namespace=settings.namespace,
+            client_id=self._runtime.client_id,
+            arrived=arrived,
         )
         started = trio.current_time()
         try:

@@ -28,10 +28,22 @@ def consume_context(
     *,
     orderly: bool,
     namespace: str | None = None,
+    client_id: str = "",
+    arrived: float | None = None,
 ) -> ConsumeContext:
-    """A push consumer's context for a listener call on ``msgs``, after ``before_consume``."""
+    """A push consumer's context for a listener call on ``msgs``, after ``before_consume``.
+
+    ``arrived``: when the oldest of ``msgs`` came into the local cache (trio clock), for the
+    context's ``await_time``.
+    """
     ctx = ConsumeContext(
-        consumer_group=group, messages=msgs, queue=mq, orderly=orderly, namespace=namespace or ""
+        consumer_group=group,
+        messages=msgs,
+        queue=mq,
+        orderly=orderly,
+        namespace=namespace or "",
+        client_id=client_id,
+        await_time=None if arrived is None else max(0.0, trio.current_time() - arrived),
     )
     call_hooks(hooks, "before_consume", ctx)
     return ctx
@@ -61,6 +73,7 @@ def report_polled(
     group: str,
     taken: Mapping[MessageQueue, list[MessageExt]],
     namespace: str | None = None,
+    client_id: str = "",
 ) -> None:
     """``before_consume`` then ``after_consume`` (a success) per queue of what a poll returns."""
     for mq, msgs in taken.items():
@@ -70,6 +83,7 @@ def report_polled(
             queue=mq,
             consume_type=ConsumeType.CONSUME_ACTIVELY,
             namespace=namespace or "",
+            client_id=client_id,
         )
         call_hooks(hooks, "before_consume", ctx)
         ctx.elapsed = 0.0
@@ -93,9 +107,12 @@ async def consume_with_hooks(
     success: S,
     orderly: bool,
     started: float,
+    client_id: str = "",
+    arrived: float | None = None,
 ) -> S:
     """:func:`~rocketmq_py.consumer._listener.consume_call` between ``before_consume`` and
     ``after_consume`` (the orderly and POP services; no context is built without ``hooks``).
+    ``arrived``: as :func:`consume_context`'s.
 
     The hooks see the topics the listener sees. A call cut short by the consumer stopping ends as
     ``TIME_OUT`` with ``failed``'s status before the cancellation goes on.
@@ -112,7 +129,16 @@ async def consume_with_hooks(
             failed=failed,
         )
     restore_retry_topic(msgs, group, namespace)
-    ctx = consume_context(hooks, group, msgs, queue, orderly=orderly, namespace=namespace)
+    ctx = consume_context(
+        hooks,
+        group,
+        msgs,
+        queue,
+        orderly=orderly,
+        namespace=namespace,
+        client_id=client_id,
+        arrived=arrived,
+    )
     try:
         status = await consume_call(
             listener,

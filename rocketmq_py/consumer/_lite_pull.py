@@ -180,7 +180,7 @@ class LitePullConsumer(GroupMember):
             config=config,
             client_options=client_options,
         )
-        self._hooks = hook_list(hooks)
+        self._hooks = hook_list(hooks, self)
         if enable_trace:
             self._enable_trace(trace_topic)
         self.auto_commit = auto_commit
@@ -309,7 +309,7 @@ class LitePullConsumer(GroupMember):
         """
         taken = await wait_take(self._buffer, self._running, None, one_batch=True, timeout=timeout)
         if taken and self._hooks:
-            report_polled(self._hooks, self.group, taken, self.namespace)
+            report_polled(self._hooks, self.group, taken, self.namespace, self.client_id)
         return next(iter(taken.values()), [])
 
     async def getmany(
@@ -332,7 +332,7 @@ class LitePullConsumer(GroupMember):
         if taken and self.namespace is not None:
             taken = {unwrap_queue(self.namespace, mq): msgs for mq, msgs in taken.items()}
         if taken and self._hooks:
-            report_polled(self._hooks, self.group, taken, self.namespace)
+            report_polled(self._hooks, self.group, taken, self.namespace, self.client_id)
         return taken
 
     def __aiter__(self) -> Self:
@@ -346,7 +346,7 @@ class LitePullConsumer(GroupMember):
             taken = self._buffer.take(1, one_batch=True)
             if taken:
                 if self._hooks:
-                    report_polled(self._hooks, self.group, taken, self.namespace)
+                    report_polled(self._hooks, self.group, taken, self.namespace, self.client_id)
                 self._pending.extend(next(iter(taken.values())))
             else:
                 await self._buffer.wait_arrival()

@@ -186,7 +186,7 @@ class GroupMember:
         Raises:
             TypeError: ``hook`` is not a :class:`~rocketmq_py.hooks.Hook`.
         """
-        self._hooks = [*self._hooks, *hook_list([hook])]
+        self._hooks = [*self._hooks, *hook_list([hook], self)]
 
     # --- state -----------------------------------------------------------------------------------
 

@@ -149,6 +149,8 @@ class OrderlyService:
 
     async def hand_over(self, state: QueueState, msgs: Sequence[MessageExt]) -> None:
         """Messages were cached for ``state``: its consume task takes them, in order."""
+        if self._runtime.hooks:  # for the hooks' await time only
+            state.arrived(msgs)
         state.poke()
 
     async def lock(self, queues: Iterable[MessageQueue]) -> set[MessageQueue]:
@@ -265,6 +267,8 @@ class OrderlyService:
             success=ConsumeOrderlyStatus.SUCCESS,
             orderly=True,
             started=started,
+            client_id=runtime.client_id,
+            arrived=state.arrival_of(msgs[0].queue_offset) if runtime.hooks else None,
         )
         pq.last_consume_time = trio.current_time()
         ok = status is ConsumeOrderlyStatus.SUCCESS

@@ -301,7 +301,8 @@ class PopService:
 
     def _hand_over(self, queue: PopQueue, msgs: list[MessageExt]) -> None:
         settings = self._settings
-        deadline = pop_deadline(msgs, now=trio.current_time(), wall_ms=time.time() * 1000)
+        arrived = trio.current_time()
+        deadline = pop_deadline(msgs, now=arrived, wall_ms=time.time() * 1000)
         msg_filter = self._runtime.filters.get(queue.mq.topic)
         accepted = msg_filter.filter_messages(msgs) if msg_filter is not None else msgs
         nursery = self._nursery
@@ -322,24 +323,26 @@ class PopService:
             accepted = [m for m in accepted if m.reconsume_times <= settings.max_reconsume_times]
         size = settings.consume_batch_max_size
         for at in range(0, len(accepted), size):
-            nursery.start_soon(self._consume, queue, accepted[at : at + size], deadline)
+            nursery.start_soon(self._consume, queue, accepted[at : at + size], deadline, arrived)
 
     # --- consuming -----------------------------------------------------------------------------
 
-    async def _consume(self, queue: PopQueue, msgs: list[MessageExt], deadline: float) -> None:
+    async def _consume(
+        self, queue: PopQueue, msgs: list[MessageExt], deadline: float, arrived: float
+    ) -> None:
         listener = self._settings.listener
         if self._calls == 0:
             self._no_calls = trio.Event()
         self._calls += 1
         try:
-            await self._consume_now(queue, msgs, listener, deadline)
+            await self._consume_now(queue, msgs, listener, deadline, arrived)
         finally:
             self._calls -= 1
             if self._calls == 0:
                 self._no_calls.set()
 
     async def _consume_now(
-        self, queue: PopQueue, msgs: list[MessageExt], listener: Listener, deadline: float
+        self, queue: PopQueue, msgs: list[MessageExt], listener: Listener, deadline: float, arrived: float
     ) -> None:
         settings, runtime = self._settings, self._runtime
         async with self._limiter:
@@ -367,6 +370,8 @@ class PopService:
                 success=ConsumeStatus.CONSUME_SUCCESS,
                 orderly=False,
                 started=started,
+                client_id=runtime.client_id,
+                arrived=arrived,
             )
             if trio.current_time() >= deadline:
                 log.warning(

@@ -183,6 +183,15 @@ class ProcessQueue:
         """The largest waiting offset, or ``None``."""
         return self._offsets[-1] if self._offsets else None
 
+    def oldest_store_timestamp(self) -> int | None:
+        """The store timestamp (epoch ms) of the cached message of the smallest offset, taken
+        ones included; ``None`` when none is cached."""
+        if self._consuming:
+            return next(iter(self._consuming.values())).store_timestamp
+        if self._offsets:
+            return self._msgs[self._offsets[0]].store_timestamp
+        return None
+
     def has_pending_messages(self) -> bool:
         """Whether any message waits (Java ``hasTempMessage``)."""
         return bool(self._offsets)

@@ -84,6 +84,8 @@ async def pull_loop(
             )
             broker_id = pulled.broker_id
             action, msgs = pulled.action, pulled.msgs
+            if pulled.result is not None:
+                state.max_offset = pulled.result.max_offset
             if action is None:
                 if pulled.registration_lost:  # register again now, not at the next heartbeat (30 s)
                     runtime.instance.heartbeat_soon()

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import fields, replace
 from typing import Any, ClassVar
@@ -74,6 +74,7 @@ from rocketmq_py.consumer._flow import (
     SUSPEND_CURRENT_QUEUE_TIME_MS,
     FlowLimits,
 )
+from rocketmq_py.consumer._gauges import TopicGauges, topic_gauges
 from rocketmq_py.consumer._group_client import process_queue_info
 from rocketmq_py.consumer._inner_producer import inner_producer
 from rocketmq_py.consumer._listener import (
@@ -112,6 +113,7 @@ from rocketmq_py.protocol import (
     is_retry_topic,
     pop_retry_topic,
     retry_topic,
+    unwrap_name,
     unwrap_queue,
     wrap_name,
 )
@@ -235,7 +237,7 @@ class PushConsumer(GroupMember):
             config=config,
             client_options=client_options,
         )
-        self._hooks = hook_list(hooks)
+        self._hooks = hook_list(hooks, self)
         if enable_trace:
             self._enable_trace(trace_topic)
         self.listener = listener
@@ -332,6 +334,22 @@ class PushConsumer(GroupMember):
         if self.namespace is None:
             return stats
         return [replace(s, queue=unwrap_queue(self.namespace, s.queue)) for s in stats]
+
+    def _gauge_reader(self) -> tuple[trio.lowlevel.TrioToken, Callable[[], list[TopicGauges]]] | None:
+        """While started: the run's trio token, and what reads the metrics' gauges, per topic (to be
+        called in that trio thread; :class:`rocketmq_py.otel.OpenTelemetryMetrics`)."""
+        runtime = self._runtime
+        if runtime is None:
+            return None
+        namespace = self.namespace
+
+        def read() -> list[TopicGauges]:
+            gauges = topic_gauges(self._queues, runtime.offsets)
+            if namespace is None:
+                return gauges
+            return [replace(g, topic=unwrap_name(namespace, g.topic)) for g in gauges]
+
+        return runtime.token, read
 
     def _consumed_offsets(self) -> dict[MessageQueue, int]:
         store = self._offset_store

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import trio
 
 from rocketmq_py.consumer._flow import FlowVerdict
 from rocketmq_py.consumer._process_queue import ProcessQueue
-from rocketmq_py.protocol import MessageQueue
+from rocketmq_py.protocol import MessageExt, MessageQueue
 
 __all__ = ["QueueState"]
 
@@ -43,6 +45,11 @@ class QueueState:
     handing_off: bool = False
     #: The offset last committed (to the broker or the local file) by this consumer, -1 none.
     persisted_offset: int = -1
+    #: The queue's max offset (its next write offset) in the last pull answer; -1 before one.
+    max_offset: int = -1
+    #: (orderly) (last queue offset, clock time) of each pull's messages not consumed yet: when
+    #: the messages a consume task takes arrived (``ConsumeContext.await_time``).
+    arrivals: collections.deque[tuple[int, float]] = field(default_factory=collections.deque)
 
     @property
     def last_pull_time(self) -> float:
@@ -59,6 +66,19 @@ class QueueState:
         if self.inflight == 0 and self.quiet is not None:  # an event only when waited for
             self.quiet.set()
             self.quiet = None
+
+    def arrived(self, msgs: Sequence[MessageExt]) -> None:
+        """(orderly) ``msgs``, in offset order, were just cached."""
+        if msgs:
+            self.arrivals.append((msgs[-1].queue_offset, trio.current_time()))
+
+    def arrival_of(self, offset: int) -> float | None:
+        """(orderly) When the message at ``offset`` arrived (its pull's time); forgets the pulls
+        before it. ``None`` when no pull recorded it."""
+        arrivals = self.arrivals
+        while arrivals and arrivals[0][0] < offset:
+            arrivals.popleft()
+        return arrivals[0][1] if arrivals else None
 
     def poke(self) -> None:
         """Wake the queue's orderly consume task."""

@@ -57,6 +57,8 @@ class PushRuntime:
     renew_subscription: Callable[[str], None]
     #: Commits go one at a time: a periodic commit never writes an older offset after a handoff's.
     persist_lock: trio.Lock = field(default_factory=trio.Lock)
+    #: The run's trio token, for what other threads read of the consumer (the metrics' gauges).
+    token: trio.lowlevel.TrioToken = field(default_factory=trio.lowlevel.current_trio_token)
 
     @property
     def api(self) -> RemotingApi:

@@ -170,7 +170,7 @@ class Producer(SendPath):
         self._route_rechecked: dict[str, float] = {}
         # trio.current_time, minus two calls: the run's clock, read per send (set once started).
         self._now: Callable[[], float] = trio.current_time
-        self._hooks = hook_list(hooks)
+        self._hooks = hook_list(hooks, self)
         self._trace: TraceHook | None = None
         self._trace_running: AbstractAsyncContextManager[None] | None = None
         if enable_trace:  # the trace dispatcher sends with a Producer of its own
@@ -185,7 +185,7 @@ class Producer(SendPath):
         Raises:
             TypeError: ``hook`` is not a :class:`~rocketmq_py.hooks.Hook`.
         """
-        self._hooks = [*self._hooks, *hook_list([hook])]
+        self._hooks = [*self._hooks, *hook_list([hook], self)]
 
     # --- lifecycle -------------------------------------------------------------------------------------
 

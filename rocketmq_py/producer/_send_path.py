@@ -382,6 +382,7 @@ class SendPath:
             delayed=PropertyKey.DELAY_TIME_LEVEL in properties
             or not DELIVERY_TIME_KEYS.isdisjoint(properties),
             namespace=self.namespace or "",
+            client_id=instance.client_id,
         )
 
     async def _send_to(

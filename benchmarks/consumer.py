@@ -62,7 +62,8 @@ from rocketmq_py.testing._distribution import find_java, write_home_conf
 from rocketmq_py.testing._tools import BENCH_MAIN_CLASSES
 
 QUEUES = 8  # per broker
-API = {"ours": "trio", "aio": "asyncio", "pop": "pop"}  # our sides: how the drain child runs
+# Our sides: how the drain child runs (metrics: the trio API with an OpenTelemetryMetrics hook).
+API = {"ours": "trio", "aio": "asyncio", "pop": "pop", "metrics": "metrics"}
 WINDOW = 9.0  # seconds between the first and last of the Java tool's ten one-second snapshots
 _JAVA_OPTS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC"]  # as run_java_bench gives the tools
 
@@ -117,7 +118,9 @@ def vm_rss_kib() -> int:
     return 0
 
 
-async def drain(namesrv: str, topic: str, group: str, count: int, pop: bool = False) -> dict[str, Any]:
+async def drain(
+    namesrv: str, topic: str, group: str, count: int, pop: bool = False, metrics: bool = False
+) -> dict[str, Any]:
     """Drain ``count`` distinct messages (by message id; redeliveries are counted, not waited for)."""
     consumed = 0
     seen: set[str] = set()
@@ -140,6 +143,7 @@ async def drain(namesrv: str, topic: str, group: str, count: int, pop: bool = Fa
         listener=listener,
         consume_from_where="CONSUME_FROM_FIRST_OFFSET",
         client_rebalance=not pop,  # pop: the broker assigns queues, messages come by POP_MESSAGE
+        hooks=metrics_hooks() if metrics else (),
     )
     consumer.subscribe(topic)
     rss_idle = vm_rss_kib()
@@ -158,6 +162,16 @@ async def drain(namesrv: str, topic: str, group: str, count: int, pop: bool = Fa
         "rss_started_kib": rss_started,
         "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,  # KiB on Linux
     }
+
+
+def metrics_hooks() -> list[Any]:
+    """An OpenTelemetryMetrics on an SDK meter provider whose reader never collects during the run."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from rocketmq_py.otel import OpenTelemetryMetrics
+
+    return [OpenTelemetryMetrics(meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]))]
 
 
 async def aio_drain(namesrv: str, topic: str, group: str, count: int) -> dict[str, Any]:
@@ -467,6 +481,12 @@ def run(cluster: Cluster, args: argparse.Namespace) -> None:
             "  "
             + ratio_line("CPU per message", [f[3] for f in pop], [f[3] for f in ours], "POP/client rebalance")
         )
+    if (measured := rows.get("metrics")) and ours:
+        print("  " + ratio_line("drain rate", [f[0] for f in measured], [f[0] for f in ours], "metrics/trio"))
+        print(
+            "  "
+            + ratio_line("CPU per message", [f[3] for f in measured], [f[3] for f in ours], "metrics/trio")
+        )
     for side, counts in duplicates.items():
         if counts:
             print(f"  {side} redeliveries per round: {counts}")
@@ -490,7 +510,9 @@ def main() -> int:
         if api == "asyncio":
             print(json.dumps(asyncio.run(aio_drain(namesrv, topic, group, int(count)))))
         else:
-            print(json.dumps(trio.run(drain, namesrv, topic, group, int(count), api == "pop")))
+            print(
+                json.dumps(trio.run(drain, namesrv, topic, group, int(count), api == "pop", api == "metrics"))
+            )
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backlog", type=int, default=200_000)
@@ -507,7 +529,7 @@ def main() -> int:
         default="java,ours,aio",
         help="comma-separated, in round order: java, ours (the trio API), aio (rocketmq_py.aio on asyncio), "
         "pop (ours with client_rebalance=False, the group in POP mode), javapop (the Java client's POP "
-        "consumer, integration/java/PopConsumer.java)",
+        "consumer, integration/java/PopConsumer.java), metrics (ours with an OpenTelemetryMetrics hook)",
     )
     args = parser.parse_args()
     if os.environ.get("ROCKETMQ_NAMESRV"):

@@ -50,6 +50,7 @@ SIDES: Final = {
     "threads": ("#8c8c8c", "asyncio.to_thread over the blocking facade"),
     "javatrace": ("#e08a5a", "Java tools, message trace on"),
     "trace": ("#7fa7d9", "rocketmq-py (trio), message trace on"),
+    "metrics": ("#aec7e8", "rocketmq-py (trio), OpenTelemetry metrics on"),
     "javapop": ("#8c564b", "Java client, POP consumer"),
     "pop": ("#9467bd", "rocketmq-py (trio), POP consumer"),
     "proxy": ("#17becf", "rocketmq-py (trio) through the Proxy (remoting)"),

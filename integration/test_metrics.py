@@ -55,12 +55,11 @@ def example(
         "--topic",
         topic,
     ]
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        yield proc, topic
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
+    with subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        try:
+            yield proc, topic
+        finally:
+            proc.kill()
 
 
 def test_the_prometheus_example_serves_every_metric_with_the_traffics_counts(

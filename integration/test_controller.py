@@ -31,6 +31,7 @@ import pytest
 import trio
 
 from integration._shapes import new_topic, read_topic, version_under_test, wait_until
+from integration._spark_streams import start_stream
 from rocketmq_py import ConsumeStatus, Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.errors import ClusterError, RocketMQError
 from rocketmq_py.lowlevel import ConnectionPool, RemotingApi
@@ -249,11 +250,13 @@ def test_a_spark_stream_reads_on_across_the_failover_with_fail_on_data_loss(
         .option("failOnDataLoss", "true")
         .load()
     )
-    query = (
-        stream.writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(processingTime="1 second")
-        .start()
+    query = start_stream(
+        lambda: (
+            stream.writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="1 second")
+            .start()
+        )
     )
     try:
         spark_poll(lambda: bodies_read() >= set(acked), query, "the messages sent before the kill read")

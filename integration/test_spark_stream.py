@@ -16,6 +16,7 @@ import trio
 from pyspark.sql import DataFrame, SparkSession
 
 import spark_connector
+from integration._spark_streams import start_stream
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.producer._producer import Producer
@@ -64,11 +65,13 @@ def run_available_now(
         .option("commitToGroup", group)
         .load()
     )
-    query = (
-        stream.writeStream.foreachBatch(collect)
-        .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True)
-        .start()
+    query = start_stream(
+        lambda: (
+            stream.writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
     )
     query.awaitTermination(timeout=300)
     assert not query.isActive

@@ -29,6 +29,7 @@ from rocketmq_py.errors import (
 
 if TYPE_CHECKING:
     from rocketmq_py._client._config import ClientConfig
+    from rocketmq_py._health import BrokerHealth, Health, QueueHealth
     from rocketmq_py.consumer._allocate import (
         AllocateAveragely,
         AllocateAveragelyByCircle,
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
         RebalanceListener,
     )
     from rocketmq_py.consumer._queue_watch import QueueChangeListener
-    from rocketmq_py.hooks import ConsumeContext, Hook, SendContext
+    from rocketmq_py.hooks import ClientEvent, ConsumeContext, Hook, SendContext
     from rocketmq_py.producer._batcher import Chunk
     from rocketmq_py.producer._fault import FaultConfig, FaultItem, LatencyFaultTolerance
     from rocketmq_py.producer._producer import Producer
@@ -106,8 +107,13 @@ _LAZY = {
     "ClientConfig": "rocketmq_py._client._config",
     "SerializeType": "rocketmq_py.protocol",
     "ConsumeContext": "rocketmq_py.hooks",
+    "ClientEvent": "rocketmq_py.hooks",
     "Hook": "rocketmq_py.hooks",
     "SendContext": "rocketmq_py.hooks",
+    # health (readiness probes)
+    "Health": "rocketmq_py._health",
+    "BrokerHealth": "rocketmq_py._health",
+    "QueueHealth": "rocketmq_py._health",
     # producing
     "Producer": "rocketmq_py.producer._producer",
     "ProducerStatistics": "rocketmq_py.producer._send_path",
@@ -188,10 +194,12 @@ __all__ = [
     "AllocateMachineRoomNearby",
     "AllocateStrategy",
     "BrokerError",
+    "BrokerHealth",
     "CheckTransaction",
     "Chunk",
     "ClientConfig",
     "ClientError",
+    "ClientEvent",
     "CompressionType",
     "ConsumeContext",
     "ConsumeFromWhere",
@@ -208,6 +216,7 @@ __all__ = [
     "FaultItem",
     "FlowLimits",
     "HashFunction",
+    "Health",
     "Hook",
     "InvalidMessage",
     "InvalidOption",
@@ -227,6 +236,7 @@ __all__ = [
     "ProtocolError",
     "PushConsumer",
     "QueueChangeListener",
+    "QueueHealth",
     "QueueLag",
     "QueueStatistics",
     "RebalanceListener",

@@ -22,6 +22,9 @@ When they run:
   messages returned by ``poll``, ``getmany`` or ``async for``, both at once (as Java).
 - ``bind``: once per client the hook is given to, when it is given (a hook that observes the
   client itself, like :class:`rocketmq_py.otel.OpenTelemetryMetrics`'s gauges, keeps it there).
+- ``on_event``: what happens to the client's connections, brokers, routes and queues, as a
+  :class:`ClientEvent` of one of :data:`EVENT_KINDS` (nats.py's connection callbacks, aiokafka's
+  rebalance listener, in one place).
 
 Hooks are plain functions called in the client's task, in the order they were registered, and
 must not block. An exception raised by a hook is logged and ignored: it never fails the send or
@@ -34,12 +37,12 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from rocketmq_py.protocol import ConsumeType, Message, MessageExt, MessageQueue
 
 # call_hooks and hook_list are the clients' helpers, not API.
-__all__ = ["ConsumeContext", "Hook", "SendContext"]
+__all__ = ["EVENT_KINDS", "ClientEvent", "ConsumeContext", "Hook", "SendContext"]
 
 log = logging.getLogger("rocketmq_py.hooks")
 
@@ -139,6 +142,51 @@ class ConsumeContext:
     state: dict[Any, Any] = field(default_factory=dict)
 
 
+#: What a :class:`ClientEvent` can say happened:
+#:
+#: - ``connected`` / ``disconnected``: a connection to ``address`` (a NameServer, a broker, a
+#:   Proxy) was opened, or ended (``detail``: why; it is opened again when next needed);
+#: - ``broker_unavailable`` / ``broker_available``: ``broker_name`` at ``address`` did not accept a
+#:   heartbeat (``detail``: the error), or accepted one again;
+#: - ``route_changed``: ``topic``'s route changed (``detail``: its brokers and queue counts now; the
+#:   first route of a topic is not a change);
+#: - ``rebalanced``: a consumer's share of ``topic`` changed: queues ``added`` and ``removed``.
+EVENT_KINDS: Final = (
+    "connected",
+    "disconnected",
+    "broker_unavailable",
+    "broker_available",
+    "route_changed",
+    "rebalanced",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClientEvent:
+    """Something that happened to a client (see :data:`EVENT_KINDS`), as :meth:`Hook.on_event` gets it.
+
+    Attributes:
+        kind: one of :data:`EVENT_KINDS`.
+        client_id: the client's id.
+        address: the peer (``connected``, ``disconnected``, the broker events).
+        broker_name: the broker (the broker events).
+        topic: the topic (``route_changed``, ``rebalanced``), as the application names it.
+        added, removed: (``rebalanced``) the queues the consumer took and gave up.
+        detail: why, or what now, in words.
+        time: wall-clock seconds (``time.time()``) when it happened.
+    """
+
+    kind: str
+    client_id: str
+    address: str | None = None
+    broker_name: str | None = None
+    topic: str | None = None
+    added: frozenset[MessageQueue] = frozenset()
+    removed: frozenset[MessageQueue] = frozenset()
+    detail: str | None = None
+    time: float = field(default_factory=time.time)
+
+
 class Hook:
     """Called around sends and consumptions; override the methods you need (all do nothing here).
 
@@ -167,6 +215,9 @@ class Hook:
     def after_consume(self, ctx: ConsumeContext) -> None:
         """After the listener returned: ``ctx.status``, ``ctx.success``, ``ctx.elapsed`` are set."""
 
+    def on_event(self, event: ClientEvent) -> None:
+        """A connection, broker, route or queue event of the client (:data:`EVENT_KINDS`)."""
+
 
 def hook_list(hooks: Iterable[Hook], client: Any = None) -> list[Hook]:
     """``hooks`` as a list, each checked to be a :class:`Hook`, then bound to ``client`` if given
@@ -188,7 +239,7 @@ def hook_list(hooks: Iterable[Hook], client: Any = None) -> list[Hook]:
     return checked
 
 
-def call_hooks(hooks: Sequence[Hook], method: str, ctx: SendContext | ConsumeContext) -> None:
+def call_hooks(hooks: Sequence[Hook], method: str, ctx: SendContext | ConsumeContext | ClientEvent) -> None:
     """Call ``method`` (e.g. ``"before_send"``) of every hook on ``ctx``, in order; log what raises."""
     for hook in hooks:
         try:

@@ -184,6 +184,7 @@ Args: as :class:`rocketmq_py.Producer`.
             "register_hook": AUTO,
             "client_id": AUTO,
             "statistics": AUTO,  # a frozen snapshot, built at each call (in the loop thread when blocking)
+            "health": AUTO,
             "send": Member(aio=Bridge(fast_path=True)),
             "send_oneway": AUTO,
             "send_batch": AUTO,
@@ -270,6 +271,7 @@ Args: as :class:`rocketmq_py.PushConsumer`.
             ),
             "statistics": IN_LOOP,
             "pop_statistics": IN_LOOP,
+            "health": IN_LOOP,
             "lag": AUTO,
             "rebalance": Member(deprecated=_rebalance_deprecated("PushConsumer")),
             "broadcasting": AUTO,
@@ -379,6 +381,7 @@ Args: as :class:`rocketmq_py.LitePullConsumer`.
             "committed": AUTO,
             "commit": AUTO,
             "lag": AUTO,
+            "health": IN_LOOP,
             "end_offsets": Member(
                 aio=Bridge(adapt={"queues": "list"}), sync=Bridge(adapt={"queues": "list"})
             ),

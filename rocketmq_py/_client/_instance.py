@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import trio
 
@@ -26,7 +26,15 @@ from rocketmq_py._client._route_service import RouteService
 from rocketmq_py._transport import AclRPCHook, ConnectionPool, RequestHandler, RPCHook
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.errors import RocketMQError, StateError
-from rocketmq_py.protocol import ConsumerData, HeartbeatData, ProducerData, RequestCode, TopicRouteData
+from rocketmq_py.hooks import ClientEvent
+from rocketmq_py.protocol import (
+    ConsumerData,
+    HeartbeatData,
+    ProducerData,
+    RequestCode,
+    TopicRouteData,
+    unwrap_name,
+)
 
 __all__ = ["ClientInstance"]
 
@@ -55,6 +63,11 @@ class ClientInstance:
         self._routes: RouteService | None = None
         self._heartbeat_now = trio.Event()
         self._known_brokers: set[str] = set()
+        #: Broker address -> its last heartbeat: (trio clock time, None if accepted, else the error).
+        self.heartbeats: dict[str, tuple[float, str | None]] = {}
+        #: Where the instance's events go (the hooks of the client that owns it); ``None``: nowhere.
+        self.on_event: Callable[[ClientEvent], None] | None = None
+        self._routed: set[str] = set()  # topics with a route already (the first one is no change)
 
     # --- parts -----------------------------------------------------------------------------------------
 
@@ -121,6 +134,7 @@ class ClientInstance:
                     serialize_type=self.config.serialize_type,
                     handlers=self._handlers,
                     close_on_timeout=self.config.close_connection_on_timeout,
+                    on_connection=self._connection_event,
                 )
             )
             self._nursery = await stack.enter_async_context(open_service_nursery())
@@ -159,7 +173,48 @@ class ClientInstance:
         self._nursery.cancel_scope.cancel()
         return await self._stack.__aexit__(exc_type, exc, tb)
 
+    # --- events ----------------------------------------------------------------------------------------
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        """Give a :class:`~rocketmq_py.hooks.ClientEvent` of ``kind`` to :attr:`on_event`."""
+        if self.on_event is not None:
+            self.on_event(ClientEvent(kind=kind, client_id=self.client_id, **fields))
+
+    def _connection_event(self, address: str, closed: str | None) -> None:
+        if closed is None:
+            self.emit("connected", address=address)
+        else:
+            self.emit("disconnected", address=address, detail=closed)
+
+    def _broker_name(self, address: str) -> str | None:
+        if self._routes is None:
+            return None
+        for name, addrs in self._routes.broker_table.items():
+            if address in addrs.values():
+                return name
+        return None
+
+    def _heartbeat_answered(self, address: str, error: str | None) -> None:
+        before = self.heartbeats.get(address)
+        self.heartbeats[address] = (trio.current_time(), error)
+        was_ok = None if before is None else before[1] is None
+        if error is not None and was_ok is not False:
+            self.emit(
+                "broker_unavailable", address=address, broker_name=self._broker_name(address), detail=error
+            )
+        elif error is None and was_ok is False:
+            self.emit("broker_available", address=address, broker_name=self._broker_name(address))
+
     def _on_route(self, topic: str, route: TopicRouteData) -> None:
+        if topic in self._routed:
+            queues = ", ".join(
+                f"{q.broker_name} {q.read_queue_nums}r/{q.write_queue_nums}w"
+                for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
+            )
+            name = unwrap_name(self.config.namespace or None, topic)
+            self.emit("route_changed", topic=name, detail=f"queues now: {queues or 'none'}")
+        else:
+            self._routed.add(topic)
         new = {b.broker_name for b in route.broker_datas} - self._known_brokers
         if new:
             self._known_brokers |= new
@@ -196,6 +251,9 @@ class ClientInstance:
                 ok += 1
             except RocketMQError as exc:
                 log.warning("heartbeat to %s failed: %s", address, exc)
+                self._heartbeat_answered(address, f"{type(exc).__name__}: {exc}")
+            else:
+                self._heartbeat_answered(address, None)
         return ok
 
     async def _heartbeat_loop(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

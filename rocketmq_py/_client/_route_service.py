@@ -106,6 +106,10 @@ class RouteService:
         # topic -> (brokers its route lost, until when it is refreshed every few seconds for them)
         self._lost: dict[str, tuple[frozenset[str], float]] = {}
         self._lost_noticed = trio.Event()  # wakes the refresh loop for a new loss
+        #: (address, trio clock time) of the last NameServer answer (TOPIC_NOT_EXIST too); None yet.
+        self.last_answer: tuple[str, float] | None = None
+        #: (trio clock time, what happened) of the last route request no NameServer answered.
+        self.last_failure: tuple[float, str] | None = None
 
     # --- queries (no I/O) ---------------------------------------------------------------------------
 
@@ -219,9 +223,14 @@ class RouteService:
                 log.warning("NameServer %s did not answer for %s: %s", address, topic, exc)
                 last = exc
                 continue
+            except BrokerError:  # an answer: TOPIC_NOT_EXIST, or another refusal
+                self.last_answer = (address, trio.current_time())
+                raise
             self._preferred = index
+            self.last_answer = (address, trio.current_time())
             return route
         assert last is not None
+        self.last_failure = (trio.current_time(), str(last))
         raise type(last)(f"no NameServer answered ({', '.join(self.namesrv_addrs)}): {last}") from last
 
     async def update(self, topic: str) -> bool:

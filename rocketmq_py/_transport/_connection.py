@@ -101,6 +101,8 @@ class Connection:
         max_frame_size: largest frame accepted from the peer.
         close_on_timeout: close the connection when a call times out with nothing received on
             it meanwhile (:func:`~rocketmq_py._transport._diagnosis.closes_on_timeout`).
+        on_close: called once, as the connection closes, with its address, the reason, and
+            whether the client closed it (not the peer or a failure).
     """
 
     def __init__(
@@ -113,8 +115,10 @@ class Connection:
         handlers: Mapping[int, RequestHandler] | None = None,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         close_on_timeout: bool = DEFAULT_CLOSE_ON_TIMEOUT,
+        on_close: Callable[[str, str, bool], None] | None = None,
     ) -> None:
         self._stream = stream
+        self._on_close = on_close
         self._address = address
         self._hooks = tuple(hooks)
         self._serialize_type = serialize_type
@@ -384,6 +388,11 @@ class Connection:
             return
         self._closed_reason = reason
         self._closed_cause = cause
+        if self._on_close is not None:
+            try:
+                self._on_close(self._address, reason, self._closed_by_client)
+            except Exception:
+                logger.exception("%s: the close callback failed", self)
         pending = list(self._pending.values())
         self._pending.clear()
         self._writer.fail()  # not written: waiters raise ConnectionFailed

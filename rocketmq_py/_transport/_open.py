@@ -158,6 +158,7 @@ async def start_connection(
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     close_on_timeout: bool = DEFAULT_CLOSE_ON_TIMEOUT,
+    on_close: Callable[[str, str, bool], None] | None = None,
 ) -> Connection:
     """Connect to ``address`` and run the connection's reader task in ``nursery``.
 
@@ -176,6 +177,7 @@ async def start_connection(
         connect_timeout: seconds for TCP connect plus TLS handshake.
         close_on_timeout: a call that times out with nothing received meanwhile closes the
             connection (see :class:`Connection`).
+        on_close: the connection's close callback (see :class:`Connection`).
 
     Returns:
         The open connection.
@@ -193,6 +195,7 @@ async def start_connection(
         handlers=handlers,
         max_frame_size=max_frame_size,
         close_on_timeout=close_on_timeout,
+        on_close=on_close,
     )
     runner = functools.partial(_run_connection, address, ssl_context, connect_timeout, make)
     connection: Connection = await nursery.start(runner)

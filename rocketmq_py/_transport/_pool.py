@@ -17,6 +17,7 @@ Every connection's reader runs in the pool's nursery: ``async with ConnectionPoo
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -38,6 +39,8 @@ from rocketmq_py.protocol._command import RemotingCommand
 from rocketmq_py.protocol._frame import DEFAULT_MAX_FRAME_SIZE
 
 __all__ = ["ConnectionPool", "PoolStatistics"]
+
+logger = logging.getLogger("rocketmq_py.transport")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,8 @@ class ConnectionPool:
         connect_timeout: seconds for TCP connect plus TLS handshake.
         close_on_timeout: a call that times out with nothing received meanwhile closes its
             connection, and the next call reconnects (see :class:`Connection`).
+        on_connection: called with an address and ``None`` when a connection to it opens, and
+            with the reason when it closes (not when the pool itself closes).
     """
 
     def __init__(
@@ -91,8 +96,10 @@ class ConnectionPool:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         close_on_timeout: bool = DEFAULT_CLOSE_ON_TIMEOUT,
+        on_connection: Callable[[str, str | None], None] | None = None,
     ) -> None:
         self._ssl_context = ssl_context
+        self._on_connection = on_connection
         self._hooks = tuple(hooks)
         self._serialize_type = serialize_type
         self._handlers = handlers
@@ -307,6 +314,17 @@ class ConnectionPool:
         attempt = self._connecting[address] = _Connecting()
         return attempt, True
 
+    def _closed_connection(self, address: str, reason: str, by_client: bool) -> None:
+        if not self._closed:  # the pool's own close is no news
+            self._tell(address, reason)
+
+    def _tell(self, address: str, closed: str | None) -> None:
+        assert self._on_connection is not None
+        try:
+            self._on_connection(address, closed)
+        except Exception:
+            logger.exception("the connection listener failed on %s", address)
+
     async def _connect(self, address: str, attempt: _Connecting) -> Connection:
         assert self._nursery is not None
         try:
@@ -320,6 +338,7 @@ class ConnectionPool:
                 max_frame_size=self._max_frame_size,
                 connect_timeout=self._connect_timeout,
                 close_on_timeout=self._close_on_timeout,
+                on_close=self._closed_connection if self._on_connection is not None else None,
             )
         except ConnectionFailed as exc:
             attempt.error = exc
@@ -327,6 +346,8 @@ class ConnectionPool:
         else:
             if not self._closed:
                 self._connections[address] = connection
+                if self._on_connection is not None:
+                    self._tell(address, None)
         finally:
             # Waiters wake to find the connection stored, the error set, or (if this task was
             # cancelled) neither, and then one of them connects.

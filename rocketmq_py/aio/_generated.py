@@ -16,6 +16,7 @@ from typing import Any
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
+from rocketmq_py._health import Health
 from rocketmq_py.aio._bases import LitePullConsumerBase, PushConsumerBase
 from rocketmq_py.aio._client import AioClient
 from rocketmq_py.consumer._allocate import AllocateStrategy
@@ -144,6 +145,13 @@ class Producer(AioClient[TrioProducer]):
             A new frozen :class:`ProducerStatistics`, which later sends do not change.
         """
         return self._client.statistics()
+
+    def health(self) -> Health:
+        """Readiness, from what the producer knows (no request is sent): started, a NameServer
+        answering route requests, a master broker accepting heartbeats; its fault isolations are
+        warnings (:class:`~rocketmq_py.Health`).
+        """
+        return self._client.health()
 
     async def send(
         self,
@@ -470,6 +478,13 @@ class PushConsumer(PushConsumerBase):
         counts and the last pop time, in queue order.
         """
         return self._client.pop_statistics()
+
+    def health(self) -> Health:
+        """Readiness, from what the member knows (no request is sent): started, a NameServer
+        answering, a master accepting heartbeats, no listener call stuck past
+        ``consume_timeout``, pull answers on its queues (:class:`~rocketmq_py.Health`).
+        """
+        return self._client.health()
 
     async def lag(self) -> list[QueueLag]:
         """How far each owned queue is behind, in queue order (:class:`QueueLag`): the broker's
@@ -857,6 +872,14 @@ class LitePullConsumer(LitePullConsumerBase):
             RocketMQError: a queue's broker could not be asked.
         """
         return await self._call(self._client.lag)
+
+    def health(self) -> Health:
+        """Readiness, from what the consumer knows (no request is sent): started, a NameServer
+        answering, a master accepting heartbeats; its assigned queues with the age of their last
+        pull answer (:class:`~rocketmq_py.Health`; a consumer that is not polled pulls nothing, so
+        the age alone fails nothing).
+        """
+        return self._client.health()
 
     async def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
         """Each queue's offset after its last message (GET_MAX_OFFSET), assigned or not; aiokafka's name.

@@ -43,7 +43,7 @@ from rocketmq_py.consumer._queue_table import QueueTable
 from rocketmq_py.consumer._rebalance import plan_rebalance
 from rocketmq_py.consumer._runtime import ConsumeService, PushRuntime
 from rocketmq_py.errors import RocketMQError
-from rocketmq_py.protocol import MessageQueue
+from rocketmq_py.protocol import MessageQueue, unwrap_name
 
 __all__ = ["START_OFFSET_CONCURRENCY", "Assignment"]
 
@@ -66,6 +66,11 @@ class Assignment:
         self._runtime = runtime
         self._queues = queues
         self._service = service
+
+    @property
+    def service(self) -> ConsumeService:
+        """The service consuming the pulled queues (its running calls for the health check)."""
+        return self._service
 
     # --- rebalance ---------------------------------------------------------------------------------
 
@@ -112,6 +117,13 @@ class Assignment:
         await runtime.instance.heartbeat_all()  # the new subscription version before the new pulls
         # A rebuilt queue (idle pull) stays this member's: the listener hears of neither half.
         announced = [state.mq for state in added if state.mq not in plan.rebuild]
+        if announced or plan.revoke:
+            runtime.instance.emit(
+                "rebalanced",
+                topic=unwrap_name(settings.namespace, topic),
+                added=frozenset(settings.user_queues(announced)),
+                removed=frozenset(settings.user_queues(plan.revoke)),
+            )
         if announced:
             await notify_rebalance_listener(
                 settings.rebalance_listener, "on_assigned", settings.user_queues(announced), settings.group

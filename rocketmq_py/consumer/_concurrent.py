@@ -84,11 +84,13 @@ class ConcurrentService:
         # The listener last called and whether it is async (inspected when it changes).
         self._listener: object = None
         self._listener_async = False
+        #: Per worker: the queue and start time (trio clock) of the listener call it runs, if any.
+        self._calls: list[tuple[QueueState, float] | None] = [None] * settings.consume_concurrency
 
     def start(self, nursery: trio.Nursery) -> None:
         """Start the ``consume_concurrency`` workers in ``nursery``."""
-        for _ in range(self._settings.consume_concurrency):
-            nursery.start_soon(self._worker)
+        for slot in range(self._settings.consume_concurrency):
+            nursery.start_soon(self._worker, slot)
 
     def start_queue(self, nursery: trio.Nursery, state: QueueState) -> None:
         """Nothing: the shared workers consume every queue."""
@@ -122,9 +124,14 @@ class ConcurrentService:
         if self._parked:
             self._wake_one()  # that worker wakes another one if it leaves work behind
 
-    async def _worker(self) -> None:
+    def running_calls(self) -> list[tuple[MessageQueue, float]]:
+        """The queue and start time (trio clock) of each listener call running now."""
+        return [(state.mq, started) for state, started in filter(None, self._calls)]
+
+    async def _worker(self, slot: int) -> None:
         settings = self._settings
         work = self._work
+        running_at = self._calls
         now = trio.lowlevel.current_clock().current_time
         timeout = settings.consume_timeout
         slack = min(DEADLINE_SLACK, timeout / 10)
@@ -152,8 +159,11 @@ class ConcurrentService:
                             deadline = scope.deadline = started + timeout + slack
                         state.begin()
                         running = (state, msgs, started)
+                        running_at[slot] = (state, started)
                         ok = await self._call(state, msgs, arrived)
+                        running_at[slot] = None
                         running = None
+                        state.timed_out_at = None  # the call ended by itself
                         if not ok:
                             failed = (state, msgs, started)
                             break  # handed back outside the scope: that may take a while
@@ -168,6 +178,8 @@ class ConcurrentService:
                 if scope.cancelled_caught and running is not None:
                     state, msgs, started = failed = running
                     running = None
+                    running_at[slot] = None
+                    state.timed_out_at = now()
                     log.warning(
                         "%s: listener took more than %g s on %d messages of %s",
                         settings.group,
@@ -182,6 +194,7 @@ class ConcurrentService:
                     finally:
                         state.end()
         finally:
+            running_at[slot] = None
             if running is not None:  # cancelled from outside (the consumer stops) mid-call
                 running[0].end()
 

@@ -25,7 +25,7 @@ from rocketmq_py.consumer._lite_offsets import LiteCommits
 from rocketmq_py.consumer._lite_pull_loop import LitePullParts, queue_task
 from rocketmq_py.errors import ClientError, InvalidOption
 from rocketmq_py.producer._validation import validate_topic
-from rocketmq_py.protocol import ExpressionType, MessageQueue, SubscriptionData
+from rocketmq_py.protocol import ExpressionType, MessageQueue, SubscriptionData, unwrap_name, unwrap_queue
 
 __all__ = ["LiteQueues", "assign_expressions"]
 
@@ -170,6 +170,16 @@ class LiteQueues:
         for mq in added:
             self.add(mq, after)
         if revoked or added:
+            parts = self.parts
+            namespace = parts.namespace
+            parts.instance.emit(
+                "rebalanced",
+                topic=unwrap_name(namespace, topic),
+                added=frozenset(mq if namespace is None else unwrap_queue(namespace, mq) for mq in added),
+                removed=frozenset(
+                    s.mq if namespace is None else unwrap_queue(namespace, s.mq) for s in revoked
+                ),
+            )
             log.info(
                 "%s: %s rebalanced (%s): %d queues, revoked %s, added %s",
                 self.parts.group,

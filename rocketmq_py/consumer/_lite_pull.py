@@ -33,9 +33,11 @@ import trio
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._deprecation import warn_deprecated
+from rocketmq_py._health import Health, not_running
 from rocketmq_py.consumer._allocate import AllocateStrategy, sort_queues
 from rocketmq_py.consumer._consume_hooks import report_polled
 from rocketmq_py.consumer._flow import PERSIST_CONSUMER_OFFSET_INTERVAL_MS, REBALANCE_INTERVAL_MS, FlowLimits
+from rocketmq_py.consumer._health import QueueReading, consumer_health
 from rocketmq_py.consumer._lag import queue_ends
 from rocketmq_py.consumer._lite_assign import LiteQueues, assign_expressions
 from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
@@ -419,6 +421,21 @@ class LitePullConsumer(GroupMember):
         routes = self._client_instance.routes
         routes.use_topic(topic)
         return self._user_queues(sort_queues(await routes.subscribe_queues(topic)))
+
+    def health(self) -> Health:
+        """Readiness, from what the consumer knows (no request is sent): started, a NameServer
+        answering, a master accepting heartbeats; its assigned queues with the age of their last
+        pull answer (:class:`~rocketmq_py.Health`; a consumer that is not polled pulls nothing, so
+        the age alone fails nothing)."""
+        if self._instance is None:
+            return not_running()
+        return consumer_health(
+            self._client_instance,
+            trio.current_time(),
+            [QueueReading(mq, queue.pq.last_answer_time) for mq, queue in self._queues.items()],
+            idle_limit=None,
+            namespace=self.namespace,
+        )
 
     def _consumed_offsets(self) -> dict[MessageQueue, int]:
         return {mq: self._queues[mq].consumed for mq in sort_queues(self._queues)}

@@ -124,7 +124,7 @@ async def _pull_loop(consumer: LitePullParts, state: LiteQueue) -> None:
             continue
         if state.dropped:
             return  # a seek or revoke replaced this queue while the answer was on its way
-        pq.last_pull_time = trio.current_time()
+        pq.last_pull_time = pq.last_answer_time = trio.current_time()
         broker_id = pulled.broker_id
         if action.dispatch:
             if consumer.namespace is not None:  # poll shows the topic without it (Java's resetTopic)

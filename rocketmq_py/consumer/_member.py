@@ -55,7 +55,7 @@ from rocketmq_py.consumer._rebalance_rounds import RebalanceRounds
 from rocketmq_py.consumer._route_gain import RouteGainWatch
 from rocketmq_py.consumer._start_offset import consume_timestamp_epoch_ms, format_consume_timestamp
 from rocketmq_py.errors import ClientError, StateError
-from rocketmq_py.hooks import Hook, hook_list
+from rocketmq_py.hooks import ClientEvent, Hook, call_hooks, hook_list
 from rocketmq_py.producer._validation import validate_group, validate_topic
 from rocketmq_py.protocol import (
     PROP_ALLOCATE_STRATEGY,
@@ -398,9 +398,15 @@ class GroupMember:
         if self._stack is not None:
             await self.__aexit__(None, None, None)
 
+    def _on_event(self, event: ClientEvent) -> None:
+        if self._hooks:
+            call_hooks(self._hooks, "on_event", event)
+
     async def _join(self, stack: AsyncExitStack) -> ClientInstance:
         """Start the client instance and register this member with the group's brokers."""
-        instance = await stack.enter_async_context(ClientInstance(self.config))
+        instance = ClientInstance(self.config)
+        instance.on_event = self._on_event
+        await stack.enter_async_context(instance)
         self._instance = instance
         self._started_ms = int(time.time() * 1000)
         self._started_at = trio.current_time()

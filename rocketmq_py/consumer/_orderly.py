@@ -147,6 +147,12 @@ class OrderlyService:
         """Start the task consuming ``state``'s queue."""
         nursery.start_soon(self._queue_loop, state)
 
+    def running_calls(self) -> list[tuple[MessageQueue, float]]:
+        """The queue and start time (trio clock) of each listener call running now."""
+        return [
+            (mq, state.call_started) for mq, state in self._queues.items() if state.call_started is not None
+        ]
+
     async def hand_over(self, state: QueueState, msgs: Sequence[MessageExt]) -> None:
         """Messages were cached for ``state``: its consume task takes them, in order."""
         if self._runtime.hooks:  # for the hooks' await time only
@@ -229,9 +235,11 @@ class OrderlyService:
                     msgs = pq.take_messages(self._settings.consume_batch_max_size)
                     if msgs:
                         state.begin()
+                        state.call_started = trio.current_time()
                         try:
                             await self._consume(state, msgs)
                         finally:
+                            state.call_started = None
                             state.end()
                     continue
             # Java tryLockLaterAndReconsume: the lock could not be had; look again later.
@@ -270,7 +278,9 @@ class OrderlyService:
             client_id=runtime.client_id,
             arrived=state.arrival_of(msgs[0].queue_offset) if runtime.hooks else None,
         )
-        pq.last_consume_time = trio.current_time()
+        pq.last_consume_time = ended = trio.current_time()
+        # Cut at consume_timeout (consume_call's deadline), or ended by itself.
+        state.timed_out_at = ended if ended - started >= settings.consume_timeout else None
         ok = status is ConsumeOrderlyStatus.SUCCESS
         counters = runtime.counters
         counters.count_consume(state.mq.topic, len(msgs), ok, started)

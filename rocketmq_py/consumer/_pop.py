@@ -120,6 +120,9 @@ class PopQueue:
     #: The trio clock at the last POP_MESSAGE (at first: when the queue was assigned, as Java).
     last_pop_time: float = field(default_factory=trio.current_time)
     popped: int = 0
+    #: When the last listener call on its messages was cut at ``consume_timeout``; ``None`` once a
+    #: later call ended by itself.
+    timed_out_at: float | None = None
 
 
 class PopService:
@@ -133,12 +136,18 @@ class PopService:
         self._nursery: trio.Nursery | None = None
         self._pull_topics: set[str] = set()  # topics whose assignment said PULL (logged once)
         self._calls = 0  # batches handed over and not settled (acked or re-timed) yet
+        #: The listener calls running now: id of their batch -> (queue, start time, trio clock).
+        self._running: dict[int, tuple[MessageQueue, float]] = {}
         self._no_calls = trio.Event()
         self._acker: PopAcker | None = None
         self._assignments = AssignmentQuery(settings, runtime)
         # Set by close() and when run() ends: a rebalance round still finishing then starts no pop
         # (its nursery may be closed already: the round's answer can arrive as the consumer stops).
         self._stopping = False
+
+    def running_calls(self) -> list[tuple[MessageQueue, float]]:
+        """The queue and start time (trio clock) of each listener call running now."""
+        return list(self._running.values())
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Host the pop loops and listener calls until cancelled."""
@@ -357,22 +366,28 @@ class PopService:
                 )
                 queue.waiting_ack -= len(msgs)
                 return
-            status = await consume_with_hooks(
-                runtime.hooks,
-                listener,
-                msgs,
-                group=settings.group,
-                namespace=settings.namespace,
-                queue=queue.mq,
-                timeout=settings.consume_timeout,
-                read=concurrent_status,
-                failed=ConsumeStatus.RECONSUME_LATER,
-                success=ConsumeStatus.CONSUME_SUCCESS,
-                orderly=False,
-                started=started,
-                client_id=runtime.client_id,
-                arrived=arrived,
-            )
+            self._running[id(msgs)] = (queue.mq, started)
+            try:
+                status = await consume_with_hooks(
+                    runtime.hooks,
+                    listener,
+                    msgs,
+                    group=settings.group,
+                    namespace=settings.namespace,
+                    queue=queue.mq,
+                    timeout=settings.consume_timeout,
+                    read=concurrent_status,
+                    failed=ConsumeStatus.RECONSUME_LATER,
+                    success=ConsumeStatus.CONSUME_SUCCESS,
+                    orderly=False,
+                    started=started,
+                    client_id=runtime.client_id,
+                    arrived=arrived,
+                )
+            finally:
+                del self._running[id(msgs)]
+            ended = trio.current_time()
+            queue.timed_out_at = ended if ended - started >= settings.consume_timeout else None
             if trio.current_time() >= deadline:
                 log.warning(
                     "%s: a listener call on %d messages of %s outlived their invisible time: its "

@@ -94,6 +94,7 @@ class ProcessQueue:
         locked: (orderly) the broker granted us the queue lock.
         consuming: (orderly) a consume task is working on this queue; see :meth:`put_messages`.
         last_pull_time: set by the pull loop on each pull; see :meth:`is_pull_expired`.
+        last_answer_time: set by the pull loop on each pull a broker answered (the health check).
         last_consume_time: set on :meth:`remove_messages` and :meth:`take_messages`.
         last_lock_time: (orderly) set on each successful lock; see :meth:`is_lock_expired`.
         try_unlock_times: (orderly) unlock attempts deferred because a consume was running.
@@ -110,6 +111,7 @@ class ProcessQueue:
         "_queue_offset_max",
         "consuming",
         "dropped",
+        "last_answer_time",
         "last_consume_time",
         "last_lock_time",
         "last_pull_time",
@@ -132,6 +134,7 @@ class ProcessQueue:
         self.try_unlock_times = 0
         now = clock()
         self.last_pull_time = now
+        self.last_answer_time = now
         self.last_consume_time = now
         self.last_lock_time = now
 

@@ -86,6 +86,7 @@ async def pull_loop(
             action, msgs = pulled.action, pulled.msgs
             if pulled.result is not None:
                 state.max_offset = pulled.result.max_offset
+                pq.last_answer_time = trio.current_time()
             if action is None:
                 if pulled.registration_lost:  # register again now, not at the next heartbeat (30 s)
                     runtime.instance.heartbeat_soon()

@@ -58,6 +58,7 @@ import trio
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._deprecation import warn_deprecated
+from rocketmq_py._health import Health, not_running
 from rocketmq_py.consumer._allocate import AllocateStrategy, sort_queues
 from rocketmq_py.consumer._assignment import Assignment
 from rocketmq_py.consumer._concurrent import SEND_BACK_TIMEOUT, ConcurrentService
@@ -76,6 +77,7 @@ from rocketmq_py.consumer._flow import (
 )
 from rocketmq_py.consumer._gauges import TopicGauges, topic_gauges
 from rocketmq_py.consumer._group_client import process_queue_info
+from rocketmq_py.consumer._health import QueueReading, consumer_health
 from rocketmq_py.consumer._inner_producer import inner_producer
 from rocketmq_py.consumer._listener import (
     ConsumeOrderlyStatus,
@@ -334,6 +336,34 @@ class PushConsumer(GroupMember):
         if self.namespace is None:
             return stats
         return [replace(s, queue=unwrap_queue(self.namespace, s.queue)) for s in stats]
+
+    def health(self) -> Health:
+        """Readiness, from what the member knows (no request is sent): started, a NameServer
+        answering, a master accepting heartbeats, no listener call stuck past
+        ``consume_timeout``, pull answers on its queues (:class:`~rocketmq_py.Health`)."""
+        runtime, assignment = self._runtime, self._assignment
+        if runtime is None or assignment is None:
+            return not_running()
+        calls = assignment.service.running_calls()
+        if self._pop is not None:
+            calls += self._pop.running_calls()
+        readings = [
+            QueueReading(mq, state.pq.last_answer_time, state.flow is not None, state.timed_out_at)
+            for mq, state in self._queues.items()
+        ]
+        if self._pop is not None:
+            readings += [
+                QueueReading(mq, q.last_pop_time, False, q.timed_out_at) for mq, q in self._pop.queues.items()
+            ]
+        return consumer_health(
+            runtime.instance,
+            trio.current_time(),
+            readings,
+            running_calls=calls,
+            consume_timeout=self.consume_timeout,
+            idle_limit=self.pull_max_idle_time,
+            namespace=self.namespace,
+        )
 
     def _gauge_reader(self) -> tuple[trio.lowlevel.TrioToken, Callable[[], list[TopicGauges]]] | None:
         """While started: the run's trio token, and what reads the metrics' gauges, per topic (to be

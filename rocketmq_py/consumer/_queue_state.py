@@ -45,6 +45,11 @@ class QueueState:
     handing_off: bool = False
     #: The offset last committed (to the broker or the local file) by this consumer, -1 none.
     persisted_offset: int = -1
+    #: When the last listener call on the queue's messages was cut at ``consume_timeout`` (trio
+    #: clock); ``None`` once a later call ended by itself (the health check's stall).
+    timed_out_at: float | None = None
+    #: (orderly) when the listener call running on the queue's messages started (trio clock).
+    call_started: float | None = None
     #: The queue's max offset (its next write offset) in the last pull answer; -1 before one.
     max_offset: int = -1
     #: (orderly) (last queue offset, clock time) of each pull's messages not consumed yet: when

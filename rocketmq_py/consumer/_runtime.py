@@ -93,3 +93,6 @@ class ConsumeService(Protocol):
 
     async def release(self, queues: Sequence[MessageQueue]) -> None:
         """The end of a handoff of ``queues`` (after their commit): free what holds them."""
+
+    def running_calls(self) -> list[tuple[MessageQueue, float]]:
+        """The queue and start time (trio clock) of each listener call running now (health)."""

@@ -27,13 +27,14 @@ from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
 from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
 from rocketmq_py._deprecation import warn_deprecated
+from rocketmq_py._health import Health, client_health, not_running
 from rocketmq_py._tracing._trace_hook import TraceHook, new_trace_hook
 from rocketmq_py.errors import (
     InvalidOption,
     RequestTimeout,
     StateError,
 )
-from rocketmq_py.hooks import Hook, call_hooks, hook_list
+from rocketmq_py.hooks import ClientEvent, Hook, call_hooks, hook_list
 from rocketmq_py.producer._fault import FaultConfig, QueueSelector
 from rocketmq_py.producer._message_prep import (
     REQUEST_PROPERTY_KEYS,
@@ -226,6 +227,7 @@ class Producer(SendPath):
         if self._instance is not None:
             raise StateError("this producer is already started")
         instance = ClientInstance(self.config)
+        instance.on_event = self._on_event
         await instance.__aenter__()
         try:
             instance.routes.auto_create = self.auto_create_topic
@@ -243,6 +245,10 @@ class Producer(SendPath):
             raise
         self._instance = instance
         return self
+
+    def _on_event(self, event: ClientEvent) -> None:
+        if self._hooks:
+            call_hooks(self._hooks, "on_event", event)
 
     def _started(self, instance: ClientInstance) -> None:
         """Hook for subclasses (transaction producer) to register broker handlers."""
@@ -296,6 +302,20 @@ class Producer(SendPath):
         """Close the producer (same as leaving ``async with``)."""
         if self._instance is not None:
             await self.__aexit__(None, None, None)
+
+    def health(self) -> Health:
+        """Readiness, from what the producer knows (no request is sent): started, a NameServer
+        answering route requests, a master broker accepting heartbeats; its fault isolations are
+        warnings (:class:`~rocketmq_py.Health`)."""
+        if self._instance is None:
+            return not_running()
+        now = trio.current_time()
+        isolated = {}
+        if self._fault is not None:
+            isolated = {
+                b: i.available_at - now for b, i in self._fault.snapshot().items() if i.available_at > now
+            }
+        return client_health(self._instance, now, isolated=isolated)
 
     def statistics(self) -> ProducerStatistics:
         """A snapshot of the counters and the fault table (broker -> latency, availability).

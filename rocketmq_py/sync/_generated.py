@@ -15,6 +15,7 @@ from typing import Any
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
+from rocketmq_py._health import Health
 from rocketmq_py.consumer._allocate import AllocateStrategy
 from rocketmq_py.consumer._flow import (
     CONSUME_CONCURRENCY,
@@ -143,6 +144,13 @@ class Producer(SyncClient[TrioProducer]):
             A new frozen :class:`ProducerStatistics`, which later sends do not change.
         """
         return self._read(self._client.statistics)
+
+    def health(self) -> Health:
+        """Readiness, from what the producer knows (no request is sent): started, a NameServer
+        answering route requests, a master broker accepting heartbeats; its fault isolations are
+        warnings (:class:`~rocketmq_py.Health`).
+        """
+        return self._read(self._client.health)
 
     def send(
         self,
@@ -447,6 +455,13 @@ class PushConsumer(SyncClient[TrioPushConsumer]):
         counts and the last pop time, in queue order.
         """
         return self._call_sync(self._client.pop_statistics)
+
+    def health(self) -> Health:
+        """Readiness, from what the member knows (no request is sent): started, a NameServer
+        answering, a master accepting heartbeats, no listener call stuck past
+        ``consume_timeout``, pull answers on its queues (:class:`~rocketmq_py.Health`).
+        """
+        return self._call_sync(self._client.health)
 
     def lag(self) -> list[QueueLag]:
         """How far each owned queue is behind, in queue order (:class:`QueueLag`): the broker's
@@ -828,6 +843,14 @@ class LitePullConsumer(LitePullConsumerBase):
             RocketMQError: a queue's broker could not be asked.
         """
         return self._call(self._client.lag)
+
+    def health(self) -> Health:
+        """Readiness, from what the consumer knows (no request is sent): started, a NameServer
+        answering, a master accepting heartbeats; its assigned queues with the age of their last
+        pull answer (:class:`~rocketmq_py.Health`; a consumer that is not polled pulls nothing, so
+        the age alone fails nothing).
+        """
+        return self._call_sync(self._client.health)
 
     def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
         """Each queue's offset after its last message (GET_MAX_OFFSET), assigned or not; aiokafka's name.

@@ -30,6 +30,15 @@ from rocketmq_py.errors import (
 if TYPE_CHECKING:
     from rocketmq_py._client._config import ClientConfig
     from rocketmq_py._health import BrokerHealth, Health, QueueHealth
+    from rocketmq_py.admin import (
+        Admin,
+        BrokerInfo,
+        GroupMember,
+        GroupMembers,
+        GroupProgress,
+        QueueProgress,
+        QueueStats,
+    )
     from rocketmq_py.consumer._allocate import (
         AllocateAveragely,
         AllocateAveragelyByCircle,
@@ -73,6 +82,7 @@ if TYPE_CHECKING:
     )
     from rocketmq_py.producer._types import LocalTransactionState, SendResult, SendStatus
     from rocketmq_py.protocol import (
+        BrokerData,
         CompressionType,
         ConsumeFromWhere,
         ConsumeMessageDirectlyResult,
@@ -87,8 +97,10 @@ if TYPE_CHECKING:
         MessageQueue,
         PopProcessQueueInfo,
         ProcessQueueInfo,
+        QueueData,
         SerializeType,
         SubscriptionData,
+        TopicRouteData,
         create_reply,
     )
 
@@ -110,6 +122,14 @@ _LAZY = {
     "ClientEvent": "rocketmq_py.hooks",
     "Hook": "rocketmq_py.hooks",
     "SendContext": "rocketmq_py.hooks",
+    # administration (rocketmq_py.admin)
+    "Admin": "rocketmq_py.admin",
+    "BrokerInfo": "rocketmq_py.admin",
+    "GroupMember": "rocketmq_py.admin",
+    "GroupMembers": "rocketmq_py.admin",
+    "GroupProgress": "rocketmq_py.admin",
+    "QueueProgress": "rocketmq_py.admin",
+    "QueueStats": "rocketmq_py.admin",
     # health (readiness probes)
     "Health": "rocketmq_py._health",
     "BrokerHealth": "rocketmq_py._health",
@@ -154,6 +174,10 @@ _LAZY = {
     # what a consumer reports about itself (to admin tools, and when a broker asks)
     "ConsumerRunningInfo": "rocketmq_py.protocol",
     "SubscriptionData": "rocketmq_py.protocol",
+    # routes (what Admin.route answers)
+    "TopicRouteData": "rocketmq_py.protocol",
+    "QueueData": "rocketmq_py.protocol",
+    "BrokerData": "rocketmq_py.protocol",
     "ProcessQueueInfo": "rocketmq_py.protocol",
     "PopProcessQueueInfo": "rocketmq_py.protocol",
     "ConsumeRateStatus": "rocketmq_py.protocol",
@@ -186,6 +210,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Admin",
     "AllocateAveragely",
     "AllocateAveragelyByCircle",
     "AllocateByConfig",
@@ -193,8 +218,10 @@ __all__ = [
     "AllocateConsistentHash",
     "AllocateMachineRoomNearby",
     "AllocateStrategy",
+    "BrokerData",
     "BrokerError",
     "BrokerHealth",
+    "BrokerInfo",
     "CheckTransaction",
     "Chunk",
     "ClientConfig",
@@ -215,6 +242,9 @@ __all__ = [
     "FaultConfig",
     "FaultItem",
     "FlowLimits",
+    "GroupMember",
+    "GroupMembers",
+    "GroupProgress",
     "HashFunction",
     "Health",
     "Hook",
@@ -236,9 +266,12 @@ __all__ = [
     "ProtocolError",
     "PushConsumer",
     "QueueChangeListener",
+    "QueueData",
     "QueueHealth",
     "QueueLag",
+    "QueueProgress",
     "QueueStatistics",
+    "QueueStats",
     "RebalanceListener",
     "RequestTimeout",
     "RocketMQError",
@@ -251,6 +284,7 @@ __all__ = [
     "SerializeType",
     "StateError",
     "SubscriptionData",
+    "TopicRouteData",
     "TransactionProducer",
     "TransactionSendResult",
     "TransportError",

@@ -390,6 +390,44 @@ Args: as :class:`rocketmq_py.LitePullConsumer`.
             ),
         },
     ),
+    "Admin": Client(
+        trio="rocketmq_py.admin._admin:Admin",
+        aio_doc="""\
+Administration of a RocketMQ cluster from asyncio code: topics, groups, offsets, messages.
+
+The same client as :class:`rocketmq_py.admin.Admin`, hosted on the running asyncio loop::
+
+    async with Admin(namesrv="127.0.0.1:9876") as admin:
+        stats = await admin.topic_stats("orders")
+
+Args: as :class:`rocketmq_py.admin.Admin`.
+""",
+        sync_doc="""\
+Administration of a RocketMQ cluster, blocking: topics, groups, offsets, messages.
+
+The same client as :class:`rocketmq_py.admin.Admin`, run in a background trio thread::
+
+    with Admin(namesrv="127.0.0.1:9876") as admin:
+        stats = admin.topic_stats("orders")
+
+Args: as :class:`rocketmq_py.admin.Admin`.
+""",
+        members={
+            "aclose": LIFECYCLE,
+            "brokers": AUTO,
+            "topics": AUTO,
+            "route": AUTO,
+            "create_topic": AUTO,
+            "delete_topic": AUTO,
+            "topic_stats": AUTO,
+            "group_progress": AUTO,
+            "group_members": AUTO,
+            "reset_offsets": AUTO,
+            "message": AUTO,
+            "message_by_unique_key": AUTO,
+            "messages_by_key": AUTO,
+        },
+    ),
 }
 
 

@@ -9,16 +9,21 @@
 
 from __future__ import annotations
 
+import ssl
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
-from rocketmq_py._client._config import ClientConfig
+from rocketmq_py._client._config import DEFAULT_REQUEST_TIMEOUT, ClientConfig
 from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
 from rocketmq_py._health import Health
+from rocketmq_py.admin._admin import CREATE_WAIT, DEFAULT_MAX_MESSAGES
+from rocketmq_py.admin._admin import Admin as TrioAdmin
+from rocketmq_py.admin._results import BrokerInfo, GroupMembers, GroupProgress, QueueStats
 from rocketmq_py.aio._bases import LitePullConsumerBase, PushConsumerBase
 from rocketmq_py.aio._client import AioClient
+from rocketmq_py.cli._admin import DEFAULT_TOPIC_PERM
 from rocketmq_py.consumer._allocate import AllocateStrategy
 from rocketmq_py.consumer._flow import (
     CONSUME_CONCURRENCY,
@@ -58,10 +63,11 @@ from rocketmq_py.protocol import (
     MessageExt,
     MessageModel,
     MessageQueue,
+    TopicRouteData,
 )
 from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
 
-__all__ = ["LitePullConsumer", "Producer", "PushConsumer", "TransactionProducer"]
+__all__ = ["Admin", "LitePullConsumer", "Producer", "PushConsumer", "TransactionProducer"]
 
 
 class Producer(AioClient[TrioProducer]):
@@ -898,3 +904,185 @@ class LitePullConsumer(LitePullConsumerBase):
             RocketMQError: a queue's broker could not be asked (the first such error).
         """
         return await self._call(self._client.beginning_offsets, list(queues))
+
+
+class Admin(AioClient[TrioAdmin]):
+    """Administration of a RocketMQ cluster from asyncio code: topics, groups, offsets, messages.
+
+    The same client as :class:`rocketmq_py.admin.Admin`, hosted on the running asyncio loop::
+
+        async with Admin(namesrv="127.0.0.1:9876") as admin:
+            stats = await admin.topic_stats("orders")
+
+    Args: as :class:`rocketmq_py.admin.Admin`.
+    """
+
+    def __init__(
+        self,
+        namesrv: str | None = None,
+        *,
+        timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        super().__init__(
+            TrioAdmin(
+                namesrv,
+                timeout=timeout,
+                access_key=access_key,
+                secret_key=secret_key,
+                security_token=security_token,
+                ssl_context=ssl_context,
+            )
+        )
+
+    async def brokers(self) -> list[BrokerInfo]:
+        """Every broker process the NameServer knows, by cluster, name and id (``mqadmin clusterList``)."""
+        return await self._call(self._client.brokers)
+
+    async def topics(self) -> list[str]:
+        """Every topic the NameServer knows, system topics included, sorted (``mqadmin topicList``)."""
+        return await self._call(self._client.topics)
+
+    async def route(self, topic: str) -> TopicRouteData:
+        """``topic``'s route.
+
+        Raises:
+            RouteNotFound: the NameServer knows no such topic.
+        """
+        return await self._call(self._client.route, topic)
+
+    async def create_topic(
+        self,
+        topic: str,
+        queues: int = 8,
+        *,
+        cluster: str | None = None,
+        order: bool = False,
+        perm: int = DEFAULT_TOPIC_PERM,
+        wait: float | None = CREATE_WAIT,
+    ) -> TopicRouteData | None:
+        """Create (or update) ``topic`` with ``queues`` read and write queues on every master of ``cluster``
+        (``mqadmin updateTopic``).
+
+        Args:
+            cluster: default: the only cluster the NameServer knows.
+            order: an order topic (its ``broker:queues`` conf is registered with the NameServers).
+            perm: 6 read and write, 4 read only, 2 write only.
+            wait: seconds to wait until the route shows the queues (``None``: do not wait).
+
+        Returns:
+            The route showing the queues, or ``None`` when not waiting.
+
+        Raises:
+            ClientError: no such cluster, none chosen among several, or no master in it.
+            BrokerError: a broker refused (e.g. the topic's name).
+            RouteNotFound: the route did not show the queues within ``wait`` seconds.
+        """
+        return await self._call(
+            self._client.create_topic, topic, queues, cluster=cluster, order=order, perm=perm, wait=wait
+        )
+
+    async def delete_topic(self, topic: str, *, cluster: str | None = None) -> list[str]:
+        """Delete ``topic`` from the masters that serve it (of ``cluster`` only, if given) and from
+        every NameServer (``mqadmin deleteTopic``); returns the brokers it was deleted from.
+
+        Raises:
+            RouteNotFound: the NameServer knows no such topic.
+            BrokerError: a broker or NameServer refused.
+        """
+        return await self._call(self._client.delete_topic, topic, cluster=cluster)
+
+    async def topic_stats(self, topic: str) -> list[QueueStats]:
+        """Each queue of ``topic``: first and next offsets, the last message's store time
+        (``mqadmin topicStatus``), in queue order.
+
+        Raises:
+            RouteNotFound: the NameServer knows no such topic.
+        """
+        return await self._call(self._client.topic_stats, topic)
+
+    async def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
+        """The group's committed offset and lag on each queue of its topics (of ``topic`` only, if
+        given), and its consume rate (``mqadmin consumerProgress``).
+
+        Raises:
+            BrokerError: a broker refused (``SubscriptionGroupNotExist``: it knows no such group).
+        """
+        return await self._call(self._client.group_progress, group, topic)
+
+    async def group_members(self, group: str) -> GroupMembers:
+        """The group's members as its brokers know them, and what they subscribe (``mqadmin
+        consumerConnection``); no member: an empty ``members``.
+
+        Raises:
+            BrokerError: a broker refused in another way than "no member online".
+        """
+        return await self._call(self._client.group_members, group)
+
+    async def reset_offsets(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> dict[MessageQueue, int]:
+        """Move ``group``'s offsets on ``topic`` to the first message stored at or after
+        ``timestamp_ms`` (0: the earliest; ``2**63 - 1``: the latest), as ``mqadmin
+        resetOffsetByTime``: each broker resets the offsets and tells the group's online members
+        (RESET_CONSUMER_CLIENT_OFFSET). A broker that answers that no member is online gets the
+        offsets found by time committed directly, as mqadmin's fallback does.
+
+        Args:
+            force: also move an offset back (forward only when false).
+
+        Returns:
+            Each queue's new offset.
+
+        Raises:
+            RouteNotFound: the NameServer knows no such topic.
+            BrokerError: a broker refused.
+        """
+        return await self._call(self._client.reset_offsets, group, topic, timestamp_ms, force=force)
+
+    async def message(self, msg_id: str) -> MessageExt:
+        """The message an offset message id names (``SendResult.offset_msg_id``; ``mqadmin
+        queryMsgById``); for the id a producer gives (its UNIQ_KEY), use :meth:`message_by_unique_key`.
+
+        Raises:
+            ClientError: ``msg_id`` is not an offset message id.
+            BrokerError: the broker has no message there.
+        """
+        return await self._call(self._client.message, msg_id)
+
+    async def message_by_unique_key(self, topic: str, key: str) -> MessageExt:
+        """The message of ``topic`` whose UNIQ_KEY (``SendResult.msg_id``, ``MessageExt.msg_id``) is
+        ``key`` (``mqadmin queryMsgByUniqueKey``); the first stored copy when a retry stored two.
+
+        Raises:
+            RouteNotFound: the NameServer knows no such topic.
+            BrokerError: no broker has it (``QueryNotFound``).
+        """
+        return await self._call(self._client.message_by_unique_key, topic, key)
+
+    async def messages_by_key(
+        self,
+        topic: str,
+        key: str,
+        *,
+        max_messages: int = DEFAULT_MAX_MESSAGES,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+    ) -> list[MessageExt]:
+        """The messages of ``topic`` with ``key`` among their keys, stored between ``begin_ms`` and
+        ``end_ms`` (default now), oldest first (``mqadmin queryMsgByKey``); none: empty.
+
+        Raises:
+            RouteNotFound: the NameServer knows no such topic.
+        """
+        return await self._call(
+            self._client.messages_by_key,
+            topic,
+            key,
+            max_messages=max_messages,
+            begin_ms=begin_ms,
+            end_ms=end_ms,
+        )

@@ -1,4 +1,4 @@
-"""Admin calls of the CLI: routes, the cluster table, topic creation (mqadmin ``updateTopic``).
+"""Admin calls of the CLI and of :class:`rocketmq_py.admin.Admin`: routes, the cluster table, topic creation (mqadmin ``updateTopic``).
 
 :class:`Admin` asks the NameServers in order, moving on when one cannot be reached (an answer,
 even an error, ends the search), and talks to brokers through one connection pool.

@@ -17,8 +17,12 @@ from rocketmq_py.protocol._ext_fields import Int32, Int64, extra_field, prepare_
 
 __all__ = [
     "CheckTransactionStateRequestHeader",
+    "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
+    "GetConsumeStatsRequestHeader",
+    "GetConsumerConnectionListRequestHeader",
     "GetRouteInfoRequestHeader",
+    "GetTopicStatsInfoRequestHeader",
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
     "UpdateAndCreateTopicRequestHeader",
@@ -145,3 +149,44 @@ prepare_headers(
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetTopicStatsInfoRequestHeader:
+    """GET_TOPIC_STATS_INFO (admin, to a broker); the reply body is a ``TopicStatsTable``."""
+
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.GET_TOPIC_STATS_INFO
+
+    topic: str
+    extra: Mapping[str, str] = extra_field()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetConsumeStatsRequestHeader:
+    """GET_CONSUME_STATS (admin, to a broker): a group's queues, of ``topic`` or of every topic."""
+
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.GET_CONSUME_STATS
+
+    consumer_group: str
+    topic: str | None = None
+    extra: Mapping[str, str] = extra_field()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetConsumerConnectionListRequestHeader:
+    """GET_CONSUMER_CONNECTION_LIST (admin, to a broker); the reply body is a ``ConsumerConnection``."""
+
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.GET_CONSUMER_CONNECTION_LIST
+
+    consumer_group: str
+    extra: Mapping[str, str] = extra_field()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteTopicRequestHeader:
+    """DELETE_TOPIC_IN_BROKER and DELETE_TOPIC_IN_NAMESRV (admin): the same header for both."""
+
+    REQUEST_CODE: ClassVar[int | None] = RequestCode.DELETE_TOPIC_IN_BROKER
+
+    topic: str
+    extra: Mapping[str, str] = extra_field()

@@ -18,6 +18,7 @@ camelCase (``broker_name`` -> ``brokerName``) unless the field says otherwise wi
     field type                 JSON                        decoding accepts
     str / int / bool           string / number / boolean   that JSON type (an int is not a bool
                                                            or a float)
+    float                      number                      a number (an int too: ``1`` for 1.0)
     an Enum                    the member's name           a known name
     a JsonBody                 object                      an object of that body
     tuple[X, ...]              array, in order             an array
@@ -168,7 +169,13 @@ def _decode_bool(value: Any, where: str) -> bool:
     return value
 
 
-_SCALARS: dict[Any, Decode] = {str: _decode_str, int: _decode_int, bool: _decode_bool}
+def _decode_float(value: Any, where: str) -> float:
+    if type(value) not in (float, int):  # a Java double may be written without a fraction
+        _expected(where, "float", value)
+    return float(value)
+
+
+_SCALARS: dict[Any, Decode] = {str: _decode_str, int: _decode_int, bool: _decode_bool, float: _decode_float}
 
 
 def _enum_codec(cls: type[enum.Enum]) -> tuple[Encode, Decode]:

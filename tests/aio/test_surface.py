@@ -36,6 +36,7 @@ PAIRS: list[tuple[type[Any], type[Any]]] = [
     (rocketmq_py.TransactionProducer, rocketmq_py.aio.TransactionProducer),
     (rocketmq_py.PushConsumer, rocketmq_py.aio.PushConsumer),
     (rocketmq_py.LitePullConsumer, rocketmq_py.aio.LitePullConsumer),
+    (rocketmq_py.Admin, rocketmq_py.aio.Admin),
 ]
 #: Public names of the trio classes with no asyncio counterpart, and why.
 TRIO_ONLY = {

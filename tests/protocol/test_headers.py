@@ -116,6 +116,10 @@ EXPECTED: dict[type, tuple[int | None, set[str]]] = {
     a.ViewMessageRequestHeader: (33, {"offset", "topic"}),
     a.QueryMessageRequestHeader: (12, {"topic", "key", "maxNum", "beginTimestamp", "endTimestamp"}),
     a.QueryMessageResponseHeader: (None, {"indexLastUpdateTimestamp", "indexLastUpdatePhyoffset"}),
+    a.GetTopicStatsInfoRequestHeader: (202, {"topic"}),
+    a.GetConsumeStatsRequestHeader: (208, {"consumerGroup", "topic"}),
+    a.GetConsumerConnectionListRequestHeader: (203, {"consumerGroup"}),
+    a.DeleteTopicRequestHeader: (215, {"topic"}),
     r.ReplyMessageRequestHeader: (
         326,
         {

@@ -20,6 +20,7 @@ PAIRS: list[tuple[type[Any], type[Any]]] = [
     (rocketmq_py.TransactionProducer, rocketmq_py.sync.TransactionProducer),
     (rocketmq_py.PushConsumer, rocketmq_py.sync.PushConsumer),
     (rocketmq_py.LitePullConsumer, rocketmq_py.sync.LitePullConsumer),
+    (rocketmq_py.Admin, rocketmq_py.sync.Admin),
 ]
 #: Public names of the async classes with no blocking counterpart, and why.
 ASYNC_ONLY = {

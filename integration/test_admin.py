@@ -150,3 +150,65 @@ def test_the_blocking_admin_has_the_same_calls(cluster: Cluster) -> None:
         assert {b.broker_name for b in admin.brokers()} == {b.name for b in cluster.brokers}
         topics = admin.topics()
         assert "TBW102" in topics or any(t.startswith("RMQ_SYS") for t in topics)
+
+
+def test_the_cli_commands_over_the_admin_api(cluster: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    """``topic stats``, ``group lag``, ``group reset-offsets`` and ``message get``, with ``--json``
+    where they have it, on what a producer and a consumer did."""
+    import json
+
+    from rocketmq_py.cli import EXIT_OK, main
+
+    namesrv = cluster.admin_namesrv_addr
+    topic = f"it-admin-cli-{uuid.uuid4().hex[:10]}"
+    group = f"it-admin-cli-g-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, 2)
+
+    async def traffic() -> list[str]:
+        got: list[MessageExt] = []
+
+        async def listener(msgs: list[MessageExt]) -> None:
+            got.extend(msgs)
+
+        async with Producer(f"it-admin-cli-p-{uuid.uuid4().hex[:8]}", **cluster.client_options()) as producer:
+            ids = [(await producer.send(Message(topic, f"c-{n}".encode()))).offset_msg_id for n in range(6)]
+        consumer = PushConsumer(
+            group,
+            listener=listener,
+            consume_from_where="CONSUME_FROM_FIRST_OFFSET",
+            persist_interval=1,
+            **cluster.client_options(),
+        )
+        consumer.subscribe(topic)
+        async with consumer, Admin(**cluster.client_options()) as admin:
+            await wait_for(lambda: len(got) >= 6, "the messages consumed")
+            with trio.move_on_after(30):
+                while (await admin.group_progress(group, topic)).lag:  # noqa: ASYNC110 - a broker answer, no event
+                    await trio.sleep(0.5)
+        return ids
+
+    ids = trio.run(traffic)
+
+    assert main(["-n", namesrv, "topic", "stats", topic, "--json"]) == EXIT_OK
+    stats = json.loads(capsys.readouterr().out)
+    assert sum(q["max_offset"] - q["min_offset"] for q in stats) == 6
+    assert len(stats) == 2 * len(cluster.brokers)
+
+    assert main(["-n", namesrv, "group", "lag", group, topic, "--json"]) == EXIT_OK
+    lag = json.loads(capsys.readouterr().out)
+    assert lag["lag"] == 0
+    assert {(q["broker_name"], q["queue_id"]) for q in lag["queues"]} == {
+        (q["broker_name"], q["queue_id"]) for q in stats
+    }
+
+    assert main(["-n", namesrv, "group", "reset-offsets", group, topic, "--earliest"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.endswith(f"{group} on {topic}: {len(stats)} queues reset to the earliest\n")
+    assert main(["-n", namesrv, "group", "lag", group, topic, "--json"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["lag"] == 6  # nobody consumes now
+
+    assert main(["-n", namesrv, "message", "get", ids[2], "--json"]) == EXIT_OK
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["topic"], shown["body"]) == (topic, "c-2")
+    assert main(["-n", namesrv, "message", "get", ids[3]]) == EXIT_OK
+    assert "body:             c-3" in capsys.readouterr().out

@@ -1,6 +1,7 @@
 """What each command does, as async functions writing to the streams they are given.
 
-Admin commands (``route``, ``topic create``, ``group inspect``) show topics and groups as the
+Admin commands (``route``, ``topic create``, ``group inspect``; ``topic stats``, ``group lag``,
+``group reset-offsets`` and ``message get`` in :mod:`._admin_commands`) show topics and groups as the
 brokers store them (``NS%T`` under ``--namespace NS``); ``send`` and ``consume`` as a client of the
 namespace sees them (``T``). Each returns the process exit code; a
 :class:`~rocketmq_py.errors.RocketMQError` that ends a command is left to
@@ -14,6 +15,7 @@ from typing import TextIO
 
 from rocketmq_py import Chunk, Producer, SendResult, send_many
 from rocketmq_py.cli._admin import open_admin, order_conf
+from rocketmq_py.cli._admin_commands import run_group_lag, run_message_get, run_reset_offsets, run_topic_stats
 from rocketmq_py.cli._consume import run_consume
 from rocketmq_py.cli._format import format_send_result, group_report_lines, perm_letters, route_lines
 from rocketmq_py.cli._group import collect_group
@@ -22,8 +24,12 @@ from rocketmq_py.cli._parser import (
     ConsumeCommand,
     CreateTopicCommand,
     GroupInspectCommand,
+    GroupLagCommand,
+    MessageGetCommand,
+    ResetOffsetsCommand,
     RouteCommand,
     SendCommand,
+    TopicStatsCommand,
 )
 from rocketmq_py.cli._progress import Progress
 from rocketmq_py.errors import RocketMQError
@@ -46,6 +52,14 @@ async def run_command(command: Command, out: TextIO, err: TextIO) -> int:
         return await run_group_inspect(command, out)
     if isinstance(command, ConsumeCommand):
         return await run_consume(command, out, err)
+    if isinstance(command, TopicStatsCommand):
+        return await run_topic_stats(command, out)
+    if isinstance(command, GroupLagCommand):
+        return await run_group_lag(command, out)
+    if isinstance(command, ResetOffsetsCommand):
+        return await run_reset_offsets(command, out)
+    if isinstance(command, MessageGetCommand):
+        return await run_message_get(command, out)
     return await run_send(command, out, err)
 
 

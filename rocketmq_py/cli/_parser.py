@@ -13,6 +13,7 @@ for a client. Every mistake raises :class:`UsageError` (exit code 2).
 from __future__ import annotations
 
 import argparse
+import datetime
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,13 +26,18 @@ from rocketmq_py.protocol import validate_namespace, wrap_name
 
 __all__ = [
     "CLI_PRODUCER_GROUP",
+    "LATEST",
     "Command",
     "Common",
     "ConsumeCommand",
     "CreateTopicCommand",
     "GroupInspectCommand",
+    "GroupLagCommand",
+    "MessageGetCommand",
+    "ResetOffsetsCommand",
     "RouteCommand",
     "SendCommand",
+    "TopicStatsCommand",
     "UsageError",
     "build_parser",
     "parse_command",
@@ -111,6 +117,40 @@ class GroupInspectCommand:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicStatsCommand:
+    common: Common
+    topic: str
+    json: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GroupLagCommand:
+    common: Common
+    group: str
+    topic: str | None = None
+    json: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ResetOffsetsCommand:
+    common: Common
+    group: str
+    topic: str
+    #: Epoch ms: the first message stored at or after it (0 the earliest, LATEST the end).
+    timestamp_ms: int
+    force: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class MessageGetCommand:
+    common: Common
+    msg_id: str
+    #: With a topic, ``msg_id`` is a unique key (UNIQ_KEY); without, an offset message id.
+    topic: str | None = None
+    json: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumeCommand:
     common: Common
     topic: str
@@ -122,7 +162,20 @@ class ConsumeCommand:
     trace: bool = False
 
 
-Command = RouteCommand | CreateTopicCommand | SendCommand | GroupInspectCommand | ConsumeCommand
+Command = (
+    RouteCommand
+    | CreateTopicCommand
+    | TopicStatsCommand
+    | SendCommand
+    | GroupInspectCommand
+    | GroupLagCommand
+    | ResetOffsetsCommand
+    | MessageGetCommand
+    | ConsumeCommand
+)
+
+#: ``--latest``: a time past every message (Java ``Long.MAX_VALUE``).
+LATEST = 2**63 - 1
 
 
 class _Parser(argparse.ArgumentParser):
@@ -150,6 +203,18 @@ def _seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
     return value
+
+
+def _timestamp_ms(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not epoch ms or an ISO 8601 time: {text!r}") from None
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"give the time zone (e.g. +00:00): {text!r}")
+    return int(moment.timestamp() * 1000)
 
 
 def _property(text: str) -> tuple[str, str]:
@@ -222,6 +287,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"wait this long for the route to show the queues (default {DEFAULT_ROUTE_WAIT:g})",
     )
 
+    stats = topic_commands.add_parser(
+        "stats",
+        parents=[common],
+        help="each queue's first and next offsets and last store time (topicStatus)",
+    )
+    stats.add_argument("topic", metavar="TOPIC")
+    stats.add_argument("--json", action="store_true", help="print the queues as JSON")
+
     send = commands.add_parser("send", parents=[common], help="send messages")
     send.add_argument("topic", metavar="TOPIC")
     body = send.add_mutually_exclusive_group(required=True)
@@ -265,6 +338,40 @@ def build_parser() -> argparse.ArgumentParser:
         "topic", metavar="TOPIC", nargs="?", help="only this topic (default: every subscribed one)"
     )
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
+    lag = group_commands.add_parser(
+        "lag", parents=[common], help="the group's committed offset and lag on each queue (consumerProgress)"
+    )
+    lag.add_argument("group", metavar="GROUP")
+    lag.add_argument("topic", metavar="TOPIC", nargs="?", help="only this topic (default: every one)")
+    lag.add_argument("--json", action="store_true", help="print the queues as JSON")
+    reset = group_commands.add_parser(
+        "reset-offsets",
+        parents=[common],
+        help="move the group's offsets on a topic to a time, online or not (resetOffsetByTime)",
+    )
+    reset.add_argument("group", metavar="GROUP")
+    reset.add_argument("topic", metavar="TOPIC")
+    to = reset.add_mutually_exclusive_group(required=True)
+    to.add_argument(
+        "--to-time",
+        type=_timestamp_ms,
+        metavar="TIME",
+        help="epoch ms, or ISO 8601 (2026-12-01T10:00:00+00:00)",
+    )
+    to.add_argument("--earliest", action="store_true", help="to each queue's first message")
+    to.add_argument("--latest", action="store_true", help="past each queue's last message")
+    reset.add_argument("--forward-only", action="store_true", help="move no offset back")
+
+    message = commands.add_parser("message", help="look messages up")
+    message_commands = message.add_subparsers(
+        dest="message_command", metavar="ACTION", required=True, parser_class=_Parser
+    )
+    get = message_commands.add_parser(
+        "get", parents=[common], help="a message by its offset id, or by its unique key with --topic"
+    )
+    get.add_argument("msg_id", metavar="MSG_ID")
+    get.add_argument("--topic", metavar="TOPIC", help="MSG_ID is the UNIQ_KEY of a message of TOPIC")
+    get.add_argument("--json", action="store_true", help="print the message as JSON")
 
     consume = commands.add_parser(
         "consume", parents=[common], help="print messages as a consumer group reads them"
@@ -341,11 +448,20 @@ def _command(args: argparse.Namespace, environ: Mapping[str, str]) -> Command:
     if args.command == "route":
         return RouteCommand(common, args.topic, json=args.json)
     if args.command == "topic":
+        if args.topic_command == "stats":
+            return TopicStatsCommand(common, args.topic, json=args.json)
         return CreateTopicCommand(
             common, args.topic, args.queues, cluster=args.cluster, order=args.order, wait=args.wait
         )
     if args.command == "group":
+        if args.group_command == "lag":
+            return GroupLagCommand(common, args.group, args.topic, json=args.json)
+        if args.group_command == "reset-offsets":
+            timestamp = 0 if args.earliest else LATEST if args.latest else args.to_time
+            return ResetOffsetsCommand(common, args.group, args.topic, timestamp, force=not args.forward_only)
         return GroupInspectCommand(common, args.group, args.topic, json=args.json)
+    if args.command == "message":
+        return MessageGetCommand(common, args.msg_id, args.topic, json=args.json)
     if args.command == "consume":
         return ConsumeCommand(
             common,

@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from integration._java_consumer import start_java_consumer
 from rocketmq_py import Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.cli import EXIT_INTERRUPTED, EXIT_OK, main
 from rocketmq_py.cli._admin import open_admin
@@ -55,7 +56,7 @@ from rocketmq_py.protocol import (
 )
 from rocketmq_py.testing import Cluster, LocalCluster, ToolResult, resolve_bench, topic_route
 from rocketmq_py.testing._distribution import find_java, write_home_conf
-from rocketmq_py.testing._processes import JvmProcess, wait_for_line
+from rocketmq_py.testing._processes import JvmProcess
 from rocketmq_py.testing._tools import BENCH_MAIN_CLASSES
 
 
@@ -494,9 +495,8 @@ async def test_group_inspect_reads_a_java_member(
         cwd=tmp_path,
         die_with_parent=True,
     )
-    java.start()
     try:
-        await trio.to_thread.run_sync(lambda: wait_for_line(java, "Consumer Started.", 60, "Java consumer"))
+        await trio.to_thread.run_sync(start_java_consumer, java, tmp_path)
         got: list[MessageExt] = []
         async with consumer(cluster, group, topic, got) as ours:
             ours_id = ours.client_id

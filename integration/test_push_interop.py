@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from integration._java_consumer import start_java_consumer
 from integration._shapes import stored_per_queue
 from rocketmq_py import Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.testing import Cluster, resolve_bench
 from rocketmq_py.testing._distribution import find_java, write_home_conf
-from rocketmq_py.testing._processes import JvmProcess, wait_for_line
+from rocketmq_py.testing._processes import JvmProcess
 from rocketmq_py.testing._tools import BENCH_MAIN_CLASSES
 
 Queue = tuple[str, int]  # (broker name, queue id)
@@ -101,7 +102,8 @@ async def test_messages_from_the_java_benchmark_producer(
 
 @pytest.fixture
 def java_consumer(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[[str, str], JvmProcess]]:
-    """``java_consumer(topic, group)`` starts the official benchmark Consumer (AVG), stopped after."""
+    """``java_consumer(topic, group)`` starts the official benchmark Consumer (AVG) and waits for its
+    start (blocking: call it in a thread); stopped after."""
     started: list[JvmProcess] = []
 
     def start(topic: str, group: str) -> JvmProcess:
@@ -127,7 +129,7 @@ def java_consumer(cluster: Cluster, tmp_path: Path) -> Iterator[Callable[[str, s
             die_with_parent=True,
         )
         started.append(proc)
-        proc.start()
+        start_java_consumer(proc, tmp_path)
         return proc
 
     yield start
@@ -170,8 +172,7 @@ async def test_java_and_python_consumers_split_one_group(
     topic = create_topic(8)
     group = f"it-mixed-{topic}"
     all_queues = frozenset((b.name, q) for b in cluster.brokers for q in range(8))
-    java = java_consumer(topic, group)
-    await trio.to_thread.run_sync(lambda: wait_for_line(java, "Consumer Started.", 60, "Java consumer"))
+    java = await trio.to_thread.run_sync(java_consumer, topic, group)
     got: list[MessageExt] = []
 
     async def listener(msgs: list[MessageExt]) -> None:

@@ -249,6 +249,9 @@ class Assignment:
             state.pq.dropped = True  # from here on, nothing moves the offsets
         for state in states:
             await self.persist(state)
+        if not self._settings.commits_answered and not self._settings.broadcasting:
+            for state in states:
+                await self._persist_again_if_overtaken(state)
         await self._service.release([state.mq for state in states])
         if self._settings.orderly:
             for state in states:
@@ -320,6 +323,35 @@ class Assignment:
                 state.persisted_offset = offset
         except RocketMQError as exc:
             log.warning("%s: committing the offset of %s failed: %s", self._settings.group, state.mq, exc)
+
+    async def _persist_again_if_overtaken(self, state: QueueState) -> None:
+        """Read a handed-off queue's offset back once; commit it again if the broker holds an older one.
+
+        The member's pulls carry commit offsets (stored on the broker's pull executor) and its
+        periodic commits are oneway (the consumer-manage executor): either, sent before the
+        handoff's commit, may be stored after it (``ConsumerOffsetManager.commitOffset`` stores an
+        older offset, logging ``[NOTIFYME]update consumer offset less than store``), and the next
+        reader would start before where this member stopped. The read comes after the handoff's
+        answered commit, so an older commit still queued then is likely stored by now.
+        """
+        offsets = self._runtime.offsets
+        ours = offsets.get(state.mq)
+        if ours < 0:
+            return
+        try:
+            stored = await offsets.read_persisted(state.mq)
+        except RocketMQError as exc:
+            log.info("%s: reading back the offset of %s failed: %s", self._settings.group, state.mq, exc)
+            return
+        if stored < ours:
+            log.info(
+                "%s: the broker stored an older offset of %s (%d) after the handoff's commit (%d): committed again",
+                self._settings.group,
+                state.mq,
+                stored,
+                ours,
+            )
+            await self.persist(state)
 
     async def persist_loop(self) -> None:
         """Commit every owned queue's offset every ``persist_interval`` seconds (oneway).

@@ -1,6 +1,6 @@
 """``rocketmq_py.admin.Admin`` on the real cluster, each answer checked against mqadmin's on the
-same cluster where mqadmin has the command (topicStatus, consumerProgress, queryMsgById), and
-against what the clients did otherwise."""
+same cluster where mqadmin has the command (topicStatus, consumerProgress, queryMsgById, and with
+``-g -d`` its direct consumption), and against what the clients did otherwise."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections.abc import Callable
 import pytest
 import trio
 
-from rocketmq_py import MessageExt, Producer, PushConsumer
+from rocketmq_py import ConsumeResult, MessageExt, Producer, PushConsumer
 from rocketmq_py.admin import Admin
-from rocketmq_py.errors import ClientError, RouteNotFound
+from rocketmq_py.errors import BrokerError, ClientError, RouteNotFound
 from rocketmq_py.protocol import Message
 from rocketmq_py.sync import Admin as SyncAdmin
 from rocketmq_py.testing import Cluster
@@ -109,6 +109,38 @@ async def test_admin_answers_as_mqadmin_does(cluster: Cluster) -> None:
                 (q.queue.broker_name, q.queue.queue_id): (q.broker_offset, q.consumer_offset)
                 for q in progress.queues
             }
+
+            # The group among the brokers' groups; a message consumed once more through its broker,
+            # by offset id and by unique key (Admin.consume_directly), and by mqadmin queryMsgById -g -d.
+            assert group in await admin.groups()
+            before = len(got)
+            answer = await admin.consume_directly(group, consumer.client_id, sent[3].offset_msg_id)
+            assert answer.consume_result == ConsumeResult.CR_SUCCESS
+            assert [m.body for m in got[before:]] == [b"m-3"]
+            answer = await admin.consume_directly(group, consumer.client_id, sent[4].msg_id, topic=topic)
+            assert answer.consume_result == ConsumeResult.CR_SUCCESS
+            assert [m.body for m in got[before:]] == [b"m-3", b"m-4"]
+            pushed = await trio.to_thread.run_sync(
+                lambda: (
+                    cluster.mqadmin(
+                        "queryMsgById",
+                        "-t",
+                        topic,
+                        "-i",
+                        sent[5].offset_msg_id,
+                        "-g",
+                        group,
+                        "-d",
+                        consumer.client_id,
+                    )
+                    .check()
+                    .output
+                )
+            )
+            assert "consumeResult=CR_SUCCESS" in pushed, pushed
+            assert [m.body for m in got[before:]] == [b"m-3", b"m-4", b"m-5"]
+            with pytest.raises(BrokerError):  # no such member
+                await admin.consume_directly(group, "127.0.0.1@no-such-member", sent[3].offset_msg_id)
 
             # Reset to the first message with the member online: the broker tells it, it consumes again.
             before = len(got)

@@ -13,6 +13,7 @@ method                                 requests (to whom)
 ``delete_topic(topic)``                DELETE_TOPIC_IN_BROKER (each master), DELETE_TOPIC_IN_NAMESRV
 ``topic_stats(topic)``                 GET_TOPIC_STATS_INFO (each master of the topic)
 ``group_progress(group)``              GET_CONSUME_STATS (each master of the group's retry topic)
+``groups()``                           GET_ALL_SUBSCRIPTIONGROUP_CONFIG (each master)
 ``group_members(group)``               GET_CONSUMER_CONNECTION_LIST (those masters)
 ``reset_offsets(group, topic, ms)``    INVOKE_BROKER_TO_RESET_OFFSET (each master of the topic);
                                        for a group with no member online on a broker that
@@ -20,6 +21,8 @@ method                                 requests (to whom)
 ``message(msg_id)``                    VIEW_MESSAGE_BY_ID (the broker the offset id names)
 ``message_by_unique_key(topic, key)``  QUERY_MESSAGE, unique-key flag (each master of the topic)
 ``messages_by_key(topic, key)``        QUERY_MESSAGE (each master of the topic)
+``consume_directly(group, id, msg)``   CONSUME_MESSAGE_DIRECTLY (the broker storing the message,
+                                       which hands it to that member)
 =====================================  ==========================================================
 
 Answers are frozen dataclasses (:mod:`rocketmq_py.admin._results`); a broker's refusal is its
@@ -30,7 +33,6 @@ not serve raise :class:`~rocketmq_py.errors.UnsupportedByProxy` naming what to u
 from __future__ import annotations
 
 import ssl
-import time
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Self
@@ -38,8 +40,9 @@ from typing import Self
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._config import DEFAULT_REQUEST_TIMEOUT, ClientConfig
 from rocketmq_py._client._timestamp import offset_for_timestamp
-from rocketmq_py._errors_broker import broker_error_for
 from rocketmq_py._transport import AclRPCHook, ConnectionPool, RPCHook
+from rocketmq_py.admin import _messages
+from rocketmq_py.admin._messages import masters, query, store_address
 from rocketmq_py.admin._results import (
     BrokerInfo,
     GroupMember,
@@ -52,13 +55,12 @@ from rocketmq_py.cli._admin import DEFAULT_TOPIC_PERM
 from rocketmq_py.cli._admin import Admin as _Calls
 from rocketmq_py.errors import (
     BrokerError,
-    ClientError,
     ConsumerNotOnline,
-    MalformedMessage,
     RouteNotFound,
     StateError,
 )
 from rocketmq_py.protocol import (
+    ConsumeMessageDirectlyResult,
     ConsumerConnection,
     ConsumeStats,
     DeleteTopicRequestHeader,
@@ -67,35 +69,24 @@ from rocketmq_py.protocol import (
     GetTopicStatsInfoRequestHeader,
     MessageExt,
     MessageQueue,
-    QueryMessageRequestHeader,
-    RemotingCommand,
     RequestCode,
     ResetOffsetBody,
     ResetOffsetRequestHeader,
     ResponseCode,
+    SubscriptionGroupWrapper,
     TopicList,
     TopicRouteData,
     TopicStatsTable,
     decode_body,
-    decode_messages,
-    decode_offset_msg_id,
     retry_topic,
-    to_ext_fields,
 )
 
 __all__ = ["Admin"]
 
-_MASTER = 0
-#: The ext field that makes QUERY_MESSAGE look a unique key (UNIQ_KEY) up (Java ``MixAll.UNIQUE_MSG_QUERY_FLAG``).
-_UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 #: Messages one QUERY_MESSAGE returns at most, as ``mqadmin queryMsgByKey`` asks.
 DEFAULT_MAX_MESSAGES = 64
 #: Seconds ``create_topic`` waits for the route to show the new queues.
 CREATE_WAIT = 30.0
-
-
-def _masters(route: TopicRouteData) -> dict[str, str]:
-    return {b.broker_name: b.broker_addrs[_MASTER] for b in route.broker_datas if _MASTER in b.broker_addrs}
 
 
 class Admin:
@@ -249,16 +240,16 @@ class Admin:
             BrokerError: a broker or NameServer refused.
         """
         admin = self._admin
-        masters = _masters(await admin.route(topic))
+        found = masters(await admin.route(topic))
         if cluster is not None:
             in_cluster = (await admin.get_broker_cluster_info()).masters(cluster)
-            masters = {name: addr for name, addr in masters.items() if name in in_cluster}
+            found = {name: addr for name, addr in found.items() if name in in_cluster}
         header = DeleteTopicRequestHeader(topic=topic)
-        for name in sorted(masters):
-            await admin.call(masters[name], RequestCode.DELETE_TOPIC_IN_BROKER, header)
+        for name in sorted(found):
+            await admin.call(found[name], RequestCode.DELETE_TOPIC_IN_BROKER, header)
         for address in self.namesrv_addrs:
             await admin.call(address, RequestCode.DELETE_TOPIC_IN_NAMESRV, header)
-        return sorted(masters)
+        return sorted(found)
 
     async def topic_stats(self, topic: str) -> list[QueueStats]:
         """Each queue of ``topic``: first and next offsets, the last message's store time
@@ -270,7 +261,7 @@ class Admin:
         admin = self._admin
         header = GetTopicStatsInfoRequestHeader(topic=topic)
         found: list[QueueStats] = []
-        for _, address in sorted(_masters(await admin.route(topic)).items()):
+        for _, address in sorted(masters(await admin.route(topic)).items()):
             reply = await admin.call(address, RequestCode.GET_TOPIC_STATS_INFO, header)
             table = decode_body(TopicStatsTable, reply.body)
             found.extend(
@@ -281,7 +272,7 @@ class Admin:
 
     # --- groups ------------------------------------------------------------------------------------
 
-    async def _group_masters(self, group: str, topic: str | None) -> dict[str, str]:
+    async def _groupmasters(self, group: str, topic: str | None) -> dict[str, str]:
         """The masters that know ``group``: those of its retry topic (Java's ``examineConsumeStats``),
         else of ``topic``, else every master the NameServer knows."""
         admin = self._admin
@@ -289,11 +280,23 @@ class Admin:
             if name is None:
                 continue
             try:
-                return _masters(await admin.route(name))
+                return masters(await admin.route(name))
             except RouteNotFound:
                 continue
         info = await admin.get_broker_cluster_info()
         return {name: addr for cluster in info.clusters for name, addr in info.masters(cluster).items()}
+
+    async def groups(self) -> list[str]:
+        """Every consumer group the masters know (their subscription group configs), system groups
+        included, sorted; a group exists once a member heartbeated or an operator created it."""
+        admin = self._admin
+        info = await admin.get_broker_cluster_info()
+        found: set[str] = set()
+        for cluster in sorted(info.clusters):
+            for _, address in sorted(info.masters(cluster).items()):
+                reply = await admin.call(address, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+                found.update(decode_body(SubscriptionGroupWrapper, reply.body).subscription_group_table)
+        return sorted(found)
 
     async def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
         """The group's committed offset and lag on each queue of its topics (of ``topic`` only, if
@@ -306,7 +309,7 @@ class Admin:
         header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
         queues: list[QueueProgress] = []
         tps = 0.0
-        for _, address in sorted((await self._group_masters(group, topic)).items()):
+        for _, address in sorted((await self._groupmasters(group, topic)).items()):
             reply = await admin.call(address, RequestCode.GET_CONSUME_STATS, header)
             stats = decode_body(ConsumeStats, reply.body)
             tps += stats.consume_tps
@@ -327,7 +330,7 @@ class Admin:
         header = GetConsumerConnectionListRequestHeader(consumer_group=group)
         members: dict[str, GroupMember] = {}
         last: ConsumerConnection | None = None
-        for _, address in sorted((await self._group_masters(group, None)).items()):
+        for _, address in sorted((await self._groupmasters(group, None)).items()):
             try:
                 reply = await admin.call(address, RequestCode.GET_CONSUMER_CONNECTION_LIST, header)
             except ConsumerNotOnline:
@@ -371,7 +374,7 @@ class Admin:
         route = await admin.route(topic)
         header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force)
         done: dict[MessageQueue, int] = {}
-        for name, address in sorted(_masters(route).items()):
+        for name, address in sorted(masters(route).items()):
             try:
                 reply = await admin.call(address, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)
             except ConsumerNotOnline:
@@ -418,11 +421,8 @@ class Admin:
             ClientError: ``msg_id`` is not an offset message id.
             BrokerError: the broker has no message there.
         """
-        try:
-            host, port, offset = decode_offset_msg_id(msg_id)
-        except (ValueError, MalformedMessage) as exc:
-            raise ClientError(f"{msg_id!r} is not an offset message id: {exc}") from None
-        return await self._admin.api.view_message(f"{host}:{port}", offset)
+        address, offset = store_address(msg_id)
+        return await self._admin.api.view_message(address, offset)
 
     async def message_by_unique_key(self, topic: str, key: str) -> MessageExt:
         """The message of ``topic`` whose UNIQ_KEY (``SendResult.msg_id``, ``MessageExt.msg_id``) is
@@ -432,7 +432,7 @@ class Admin:
             RouteNotFound: the NameServer knows no such topic.
             BrokerError: no broker has it (``QueryNotFound``).
         """
-        found = [m for m in await self._query(topic, key, 32, unique=True) if m.msg_id == key]
+        found = [m for m in await query(self._admin, topic, key, 32, unique=True) if m.msg_id == key]
         if not found:
             raise BrokerError(
                 ResponseCode.QUERY_NOT_FOUND, f"no message of {topic!r} has the unique key {key!r}"
@@ -454,47 +454,31 @@ class Admin:
         Raises:
             RouteNotFound: the NameServer knows no such topic.
         """
-        found = await self._query(topic, key, max_messages, begin_ms=begin_ms, end_ms=end_ms)
+        found = await query(self._admin, topic, key, max_messages, begin_ms=begin_ms, end_ms=end_ms)
         return sorted((m for m in found if key in m.keys), key=lambda m: (m.store_timestamp, m.queue_offset))
 
-    async def _query(
-        self,
-        topic: str,
-        key: str,
-        max_messages: int,
-        *,
-        unique: bool = False,
-        begin_ms: int = 0,
-        end_ms: int | None = None,
-    ) -> list[MessageExt]:
-        admin = self._admin
-        header = QueryMessageRequestHeader(
-            topic=topic,
-            key=key,
-            max_num=max_messages,
-            begin_timestamp=begin_ms,
-            end_timestamp=end_ms if end_ms is not None else int(time.time() * 1000) + 1000,
-        )
-        fields = to_ext_fields(header)
-        if unique:
-            fields[_UNIQUE_KEY_QUERY] = "true"
-        found: list[MessageExt] = []
-        for name, address in sorted(_masters(await admin.route(topic)).items()):
-            body = await self._raw_query(address, fields)
-            if body is not None:
-                found.extend(decode_messages(body, broker_name=name))
-        return found
+    async def consume_directly(
+        self, group: str, client_id: str, msg_id: str, *, topic: str | None = None
+    ) -> ConsumeMessageDirectlyResult:
+        """Have the member ``client_id`` of ``group`` consume the stored message ``msg_id`` once more,
+        outside its queues (``mqadmin queryMsgById -g group -d client_id``): its listener is
+        called with that message alone; no retry, no offset moves. ``msg_id`` is an offset id or,
+        with ``topic``, a unique key of ``topic`` (``SendResult.msg_id``), as mqadmin takes either.
 
-    async def _raw_query(self, address: str, fields: dict[str, str]) -> bytes | None:
-        """QUERY_MESSAGE with ``fields`` (the header and the unique-key flag): the stored messages, or
-        ``None`` when the broker found none (QUERY_NOT_FOUND). Java waits three request timeouts."""
-        api = self._admin.api
-        command = RemotingCommand.request(
-            RequestCode.QUERY_MESSAGE, fields, b"", serialize_type=api.serialize_type
-        )
-        reply = await api.pool.request(address, command, timeout=api.timeout * 3)
-        if reply.code == ResponseCode.QUERY_NOT_FOUND:
-            return None
-        if reply.code != ResponseCode.SUCCESS:
-            raise broker_error_for(reply.code, reply.remark)
-        return reply.body
+        Returns:
+            The member's answer: its listener's outcome and time.
+
+        Raises:
+            ClientError: ``msg_id`` is neither a unique key of ``topic`` nor an offset id.
+            BrokerError: the broker refused (the member is not connected to it, the message is not
+                there), or the member's answer was an error.
+        """
+        if topic is not None:
+            # Both ids are 32 hex digits: a unique key decodes as an offset id of no broker. Look
+            # it up as a unique key first; not found there, it is taken as an offset id.
+            try:
+                msg_id = (await self.message_by_unique_key(topic, msg_id)).offset_msg_id
+            except BrokerError as exc:
+                if exc.code != ResponseCode.QUERY_NOT_FOUND:
+                    raise
+        return await _messages.consume_directly(self._admin, group, client_id, msg_id, topic)

@@ -1004,6 +1004,12 @@ class Admin(AioClient[TrioAdmin]):
         """
         return await self._call(self._client.topic_stats, topic)
 
+    async def groups(self) -> list[str]:
+        """Every consumer group the masters know (their subscription group configs), system groups
+        included, sorted; a group exists once a member heartbeated or an operator created it.
+        """
+        return await self._call(self._client.groups)
+
     async def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
         """The group's committed offset and lag on each queue of its topics (of ``topic`` only, if
         given), and its consume rate (``mqadmin consumerProgress``).
@@ -1086,3 +1092,21 @@ class Admin(AioClient[TrioAdmin]):
             begin_ms=begin_ms,
             end_ms=end_ms,
         )
+
+    async def consume_directly(
+        self, group: str, client_id: str, msg_id: str, *, topic: str | None = None
+    ) -> ConsumeMessageDirectlyResult:
+        """Have the member ``client_id`` of ``group`` consume the stored message ``msg_id`` once more,
+        outside its queues (``mqadmin queryMsgById -g group -d client_id``): its listener is
+        called with that message alone; no retry, no offset moves. ``msg_id`` is an offset id or,
+        with ``topic``, a unique key of ``topic`` (``SendResult.msg_id``), as mqadmin takes either.
+
+        Returns:
+            The member's answer: its listener's outcome and time.
+
+        Raises:
+            ClientError: ``msg_id`` is neither a unique key of ``topic`` nor an offset id.
+            BrokerError: the broker refused (the member is not connected to it, the message is not
+                there), or the member's answer was an error.
+        """
+        return await self._call(self._client.consume_directly, group, client_id, msg_id, topic=topic)

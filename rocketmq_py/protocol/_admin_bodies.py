@@ -1,4 +1,5 @@
-"""JSON bodies of the admin replies: topic stats, a group's consume stats and connections, the topic list.
+"""JSON bodies of the admin replies: topic stats, a group's consume stats and connections, the topic
+list, a broker's subscription groups.
 
 Same mapping as :mod:`._bodies` (:class:`~rocketmq_py.protocol._json_body.JsonBody`); the tables
 keyed by :class:`MessageQueue` come in fastjson's object-as-key form. Java's names are given per
@@ -19,6 +20,8 @@ __all__ = [
     "ConsumeStats",
     "ConsumerConnection",
     "OffsetWrapper",
+    "SubscriptionGroupConfig",
+    "SubscriptionGroupWrapper",
     "TopicList",
     "TopicOffset",
     "TopicStatsTable",
@@ -94,3 +97,29 @@ class TopicList(JsonBody):
 
     topic_list: tuple[str, ...] = ()
     broker_addr: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscriptionGroupConfig(JsonBody):
+    """One consumer group as a broker keeps it (Java ``SubscriptionGroupConfig``; the fields an
+    operator reads: 5.x adds retry policies, attributes and subscriptions, ignored here)."""
+
+    group_name: str = ""
+    consume_enable: bool = True
+    consume_broadcast_enable: bool = True
+    consume_message_orderly: bool = False
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+    group_sys_flag: int = 0
+    consume_timeout_minute: int = 15
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubscriptionGroupWrapper(JsonBody):
+    """GET_ALL_SUBSCRIPTIONGROUP_CONFIG reply: every group the asked broker knows, by name (Java
+    ``SubscriptionGroupWrapper``; its data version and 5.x forbidden table are ignored)."""
+
+    subscription_group_table: Mapping[str, SubscriptionGroupConfig] = field(default_factory=dict, hash=False)

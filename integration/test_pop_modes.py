@@ -213,17 +213,25 @@ async def test_a_group_switched_pull_to_pop_to_pull_under_traffic_loses_and_repe
         b for q, bodies in on_queue.items() for b in bodies[max(0, last_popped[q] - 32) : last_popped[q] + 33]
     }
     repeated = {b for b, n in deliveries.items() if n > max(copies[b], 1) * (2 if b in failed_once else 1)}
-    details = [
+    found = [
         (entry, queue_of.get(entry[0]), on_queue.get(queue_of.get(entry[0], ("", -1)), []).index(entry[0]))
         for entry in log
         if entry[0] in repeated and entry[0] in queue_of
     ] + [("last popped per queue", {q: on_queue[q][i] for q, i in last_popped.items() if on_queue[q]})]
+    details = "\n".join(map(str, found))  # a string, which pytest prints whole
     assert repeated <= in_flight, details
     assert len(repeated) <= 2 * 32, details
-    assert all(
-        any(how == "pulled" and reconsume == 1 for b, how, reconsume, _ in log if b == body)
-        for body in repeated
-    ), details  # the extra delivery is the revived copy
+    # Each extra delivery is one the switch explains: a pop's, the pull reading the queue again
+    # from the broker's committed offset (PopBufferMergeService.commitOffset moves it only past
+    # acknowledged checkpoints), and the copy revived into the retry topic (reconsume times 1).
+    # Any of the three may be missing: a pop the switch cut never reaches the listener (here:
+    # m-51 and m-52 pulled, then revived, never delivered by a pop), and an ack that left before
+    # the pops stopped but landed after the pull read the offset leaves nothing to revive
+    # (AckMessageProcessor.appendAck; ci7 of i28-tidy: m-51 popped, then pulled, no revived copy).
+    for body in repeated:
+        kinds = [(how, reconsume) for b, how, reconsume, _ in log if b == body]
+        assert kinds.count(("popped", 0)) <= copies[body], details  # popped once: no pop from behind
+        assert all(reconsume <= 1 or body in failed_once for _, reconsume in kinds), details
 
 
 async def test_a_listener_slower_than_the_invisible_time_consumes_nothing_twice(

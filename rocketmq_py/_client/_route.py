@@ -276,6 +276,12 @@ def broker_addresses(route: TopicRouteData) -> dict[str, dict[int, str]]:
     return {data.broker_name: dict(data.broker_addrs) for data in route.broker_datas}
 
 
+def master_addresses(route: TopicRouteData) -> dict[str, str]:
+    """Each broker name of ``route`` that has a master, with the master's address."""
+    found = {data.broker_name: master_address(data.broker_addrs) for data in route.broker_datas}
+    return {name: address for name, address in found.items() if address is not None}
+
+
 def master_address(addrs: Mapping[int, str]) -> str | None:
     """The master's address (broker id 0) in one broker's address map, or ``None``.
 

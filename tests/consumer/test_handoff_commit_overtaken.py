@@ -48,6 +48,16 @@ def _overtaking(cluster: Cluster, mq: MessageQueue, older: int) -> list[int]:
     return answered
 
 
+async def _consume_all_and_close(
+    cluster: Cluster, make_consumer: Callable[..., PushConsumer], recorder: Recorder
+) -> None:
+    """Three messages on each queue, consumed; then the consumer closes (its handoff commits)."""
+    async with make_consumer(persist_interval=3600):
+        for queue in cluster.queues():
+            cluster.put(queue, 3)
+        await wait_until(lambda: len(recorder.messages) == 12)
+
+
 async def test_a_closing_members_commit_overtaken_by_an_older_one_is_made_again(
     cluster: Cluster,
     make_consumer: Callable[..., PushConsumer],
@@ -56,10 +66,7 @@ async def test_a_closing_members_commit_overtaken_by_an_older_one_is_made_again(
 ) -> None:
     mq = cluster.queues()[0]
     answered = _overtaking(cluster, mq, older=1)
-    async with make_consumer(persist_interval=3600):
-        for queue in cluster.queues():
-            cluster.put(queue, 3)
-        await wait_until(lambda: len(recorder.messages) == 12)
+    await _consume_all_and_close(cluster, make_consumer, recorder)
     assert answered == [3, 3]  # the handoff's commit, and again once read back as 1
     for queue in cluster.queues():
         assert cluster.broker(queue).consumer_offsets[(cluster.group, queue.topic, queue.queue_id)] == 3
@@ -73,10 +80,7 @@ async def test_a_commit_read_back_as_stored_is_not_made_again(
 ) -> None:
     mq = cluster.queues()[0]
     answered = _overtaking(cluster, mq, older=3)  # "older" is the same offset: nothing went back
-    async with make_consumer(persist_interval=3600):
-        for queue in cluster.queues():
-            cluster.put(queue, 3)
-        await wait_until(lambda: len(recorder.messages) == 12)
+    await _consume_all_and_close(cluster, make_consumer, recorder)
     assert answered == [3]
     reads = [cmd for fb in cluster.brokers for cmd in fb.requests(RequestCode.QUERY_CONSUMER_OFFSET)]
     assert len(reads) >= 4  # each queue's start offset (at least), and each handoff's read-back

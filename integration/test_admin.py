@@ -33,6 +33,8 @@ async def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 60
 
 _TOPIC_STATUS_ROW = re.compile(r"^(broker-\S+)\s+(\d+)\s+(\d+)\s+(\d+)", re.MULTILINE)
 _PROGRESS_ROW = re.compile(r"^(\S+)\s+(broker-\S+)\s+(\d+)\s+(\d+)\s+(\d+)", re.MULTILINE)
+#: A row of ``consumerProgress -s true``: topic, broker, queue, offsets, then the owner's client IP.
+_OWNER_ROW = re.compile(r"^(\S+)\s+(broker-\S+)\s+(\d+)\s+\d+\s+\d+\s+(\S+)", re.MULTILINE)
 
 
 async def test_admin_answers_as_mqadmin_does(cluster: Cluster) -> None:
@@ -109,6 +111,24 @@ async def test_admin_answers_as_mqadmin_does(cluster: Cluster) -> None:
                 (q.queue.broker_name, q.queue.queue_id): (q.broker_offset, q.consumer_offset)
                 for q in progress.queues
             }
+
+            # Who owns which queue (Admin.group_progress(owners=True), consumerProgress -s true), and
+            # the member's own running info.
+            owned = await admin.group_progress(group, topic, owners=True)
+            assert {q.queue: q.client_id for q in owned.queues} == {
+                q.queue: consumer.client_id for q in stats
+            }
+            shown_owners = await trio.to_thread.run_sync(
+                lambda: cluster.mqadmin("consumerProgress", "-g", group, "-s", "true").check().output
+            )
+            assert {(b, int(q)): ip for t, b, q, ip in _OWNER_ROW.findall(shown_owners) if t == topic} == {
+                (q.queue.broker_name, q.queue.queue_id): consumer.client_id.split("@")[0] for q in stats
+            }, shown_owners
+            info = await admin.running_info(group, consumer.client_id)
+            assert {q.queue for q in stats} <= set(info.mq_table)
+            assert topic in {s.topic for s in info.subscription_set}
+            with pytest.raises(BrokerError):  # no such member
+                await admin.running_info(group, "127.0.0.1@no-such-member")
 
             # The group among the brokers' groups; a message consumed once more through its broker,
             # by offset id and by unique key (Admin.consume_directly), and by mqadmin queryMsgById -g -d.
@@ -236,8 +256,10 @@ def test_the_cli_commands_over_the_admin_api(cluster: Cluster, capsys: pytest.Ca
     assert main(["-n", namesrv, "group", "reset-offsets", group, topic, "--earliest"]) == EXIT_OK
     out = capsys.readouterr().out
     assert out.endswith(f"{group} on {topic}: {len(stats)} queues reset to the earliest\n")
-    assert main(["-n", namesrv, "group", "lag", group, topic, "--json"]) == EXIT_OK
-    assert json.loads(capsys.readouterr().out)["lag"] == 6  # nobody consumes now
+    assert main(["-n", namesrv, "group", "lag", group, topic, "--json", "--owners"]) == EXIT_OK
+    lag = json.loads(capsys.readouterr().out)
+    assert lag["lag"] == 6  # nobody consumes now
+    assert [q["owner"] for q in lag["queues"]] == [None] * len(stats)  # and nobody owns a queue
 
     assert main(["-n", namesrv, "message", "get", ids[2], "--json"]) == EXIT_OK
     shown = json.loads(capsys.readouterr().out)

@@ -423,6 +423,7 @@ Args: as :class:`rocketmq_py.admin.Admin`.
             "groups": AUTO,
             "group_progress": AUTO,
             "group_members": AUTO,
+            "running_info": AUTO,
             "reset_offsets": AUTO,
             "message": AUTO,
             "message_by_unique_key": AUTO,

@@ -15,6 +15,8 @@ method                                 requests (to whom)
 ``group_progress(group)``              GET_CONSUME_STATS (each master of the group's retry topic)
 ``groups()``                           GET_ALL_SUBSCRIPTIONGROUP_CONFIG (each master)
 ``group_members(group)``               GET_CONSUMER_CONNECTION_LIST (those masters)
+``running_info(group, client_id)``     GET_CONSUMER_RUNNING_INFO (a master, to the member); with
+                                       ``group_progress(owners=True)``, to each member
 ``reset_offsets(group, topic, ms)``    INVOKE_BROKER_TO_RESET_OFFSET (each master of the topic);
                                        for a group with no member online on a broker that
                                        refuses it, the offsets found by time, committed directly
@@ -34,15 +36,16 @@ from __future__ import annotations
 
 import ssl
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from types import TracebackType
 from typing import Self
 
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._client._config import DEFAULT_REQUEST_TIMEOUT, ClientConfig
-from rocketmq_py._client._timestamp import offset_for_timestamp
+from rocketmq_py._client._route import master_addresses
 from rocketmq_py._transport import AclRPCHook, ConnectionPool, RPCHook
-from rocketmq_py.admin import _messages
-from rocketmq_py.admin._messages import masters, query, store_address
+from rocketmq_py.admin import _groups, _messages
+from rocketmq_py.admin._messages import query, store_address
 from rocketmq_py.admin._results import (
     BrokerInfo,
     GroupMember,
@@ -62,6 +65,7 @@ from rocketmq_py.errors import (
 from rocketmq_py.protocol import (
     ConsumeMessageDirectlyResult,
     ConsumerConnection,
+    ConsumerRunningInfo,
     ConsumeStats,
     DeleteTopicRequestHeader,
     GetConsumerConnectionListRequestHeader,
@@ -240,7 +244,7 @@ class Admin:
             BrokerError: a broker or NameServer refused.
         """
         admin = self._admin
-        found = masters(await admin.route(topic))
+        found = master_addresses(await admin.route(topic))
         if cluster is not None:
             in_cluster = (await admin.get_broker_cluster_info()).masters(cluster)
             found = {name: addr for name, addr in found.items() if name in in_cluster}
@@ -261,7 +265,7 @@ class Admin:
         admin = self._admin
         header = GetTopicStatsInfoRequestHeader(topic=topic)
         found: list[QueueStats] = []
-        for _, address in sorted(masters(await admin.route(topic)).items()):
+        for _, address in sorted(master_addresses(await admin.route(topic)).items()):
             reply = await admin.call(address, RequestCode.GET_TOPIC_STATS_INFO, header)
             table = decode_body(TopicStatsTable, reply.body)
             found.extend(
@@ -272,7 +276,7 @@ class Admin:
 
     # --- groups ------------------------------------------------------------------------------------
 
-    async def _groupmasters(self, group: str, topic: str | None) -> dict[str, str]:
+    async def _group_masters(self, group: str, topic: str | None) -> dict[str, str]:
         """The masters that know ``group``: those of its retry topic (Java's ``examineConsumeStats``),
         else of ``topic``, else every master the NameServer knows."""
         admin = self._admin
@@ -280,7 +284,7 @@ class Admin:
             if name is None:
                 continue
             try:
-                return masters(await admin.route(name))
+                return master_addresses(await admin.route(name))
             except RouteNotFound:
                 continue
         info = await admin.get_broker_cluster_info()
@@ -298,9 +302,16 @@ class Admin:
                 found.update(decode_body(SubscriptionGroupWrapper, reply.body).subscription_group_table)
         return sorted(found)
 
-    async def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
+    async def group_progress(
+        self, group: str, topic: str | None = None, *, owners: bool = False
+    ) -> GroupProgress:
         """The group's committed offset and lag on each queue of its topics (of ``topic`` only, if
         given), and its consume rate (``mqadmin consumerProgress``).
+
+        Args:
+            owners: also ask each member which queues it owns (GET_CONSUMER_RUNNING_INFO, as
+                ``consumerProgress -s true``) and set each queue's ``client_id``; a member that does
+                not answer owns nothing.
 
         Raises:
             BrokerError: a broker refused (``SubscriptionGroupNotExist``: it knows no such group).
@@ -309,7 +320,8 @@ class Admin:
         header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
         queues: list[QueueProgress] = []
         tps = 0.0
-        for _, address in sorted((await self._groupmasters(group, topic)).items()):
+        addresses = [address for _, address in sorted((await self._group_masters(group, topic)).items())]
+        for address in addresses:
             reply = await admin.call(address, RequestCode.GET_CONSUME_STATS, header)
             stats = decode_body(ConsumeStats, reply.body)
             tps += stats.consume_tps
@@ -317,7 +329,24 @@ class Admin:
                 QueueProgress(mq, o.broker_offset, o.consumer_offset, o.last_timestamp)
                 for mq, o in stats.offset_table.items()
             )
+        if owners:
+            members = (await self.group_members(group)).members
+            owner = await _groups.allocation(admin, group, [m.client_id for m in members], addresses)
+            queues = [replace(q, client_id=owner.get(q.queue)) for q in queues]
         return GroupProgress(group, tuple(sorted(queues, key=lambda q: q.queue)), tps)
+
+    async def running_info(self, group: str, client_id: str, *, jstack: bool = False) -> ConsumerRunningInfo:
+        """What the member ``client_id`` of ``group`` says about itself (``mqadmin consumerStatus -g
+        group -i client_id``): its settings, subscriptions, each owned queue's state, consume rates;
+        a thread dump when ``jstack`` and the member is a Java one. Asked through the group's
+        brokers, which hand the request to the member.
+
+        Raises:
+            BrokerError: no broker got an answer (the last one's refusal: the member is not
+                connected to it, or did not answer in time).
+        """
+        addresses = [address for _, address in sorted((await self._group_masters(group, None)).items())]
+        return await _groups.running_info(self._admin, group, client_id, addresses, jstack=jstack)
 
     async def group_members(self, group: str) -> GroupMembers:
         """The group's members as its brokers know them, and what they subscribe (``mqadmin
@@ -330,7 +359,7 @@ class Admin:
         header = GetConsumerConnectionListRequestHeader(consumer_group=group)
         members: dict[str, GroupMember] = {}
         last: ConsumerConnection | None = None
-        for _, address in sorted((await self._groupmasters(group, None)).items()):
+        for _, address in sorted((await self._group_masters(group, None)).items()):
             try:
                 reply = await admin.call(address, RequestCode.GET_CONSUMER_CONNECTION_LIST, header)
             except ConsumerNotOnline:
@@ -374,42 +403,19 @@ class Admin:
         route = await admin.route(topic)
         header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force)
         done: dict[MessageQueue, int] = {}
-        for name, address in sorted(masters(route).items()):
+        for name, address in sorted(master_addresses(route).items()):
             try:
                 reply = await admin.call(address, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)
             except ConsumerNotOnline:
                 done.update(
-                    await self._commit_by_time(address, group, topic, name, route, timestamp_ms, force)
+                    await _groups.commit_by_time(
+                        admin, address, group, topic, name, route, timestamp_ms, force
+                    )
                 )
                 continue
             if reply.body:
                 done.update(decode_body(ResetOffsetBody, reply.body).offset_table)
         return dict(sorted(done.items()))
-
-    async def _commit_by_time(
-        self,
-        address: str,
-        group: str,
-        topic: str,
-        broker: str,
-        route: TopicRouteData,
-        timestamp_ms: int,
-        force: bool,
-    ) -> dict[MessageQueue, int]:
-        """The offline group's fallback on one broker: each queue's offset by time, committed."""
-        api = self._admin.api
-        queue_nums = max((q.read_queue_nums for q in route.queue_datas if q.broker_name == broker), default=0)
-        done = {}
-        for queue_id in range(queue_nums):
-            mq = MessageQueue(topic, broker, queue_id)
-            offset = await offset_for_timestamp(api, address, mq, timestamp_ms, group=group)
-            if not force:
-                current = await api.query_consumer_offset(address, group, topic, queue_id, broker)
-                if current > offset:
-                    continue
-            await api.update_consumer_offset(address, group, topic, queue_id, offset, broker)
-            done[mq] = offset
-        return done
 
     # --- messages ----------------------------------------------------------------------------------
 

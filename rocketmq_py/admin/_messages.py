@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from rocketmq_py._client._route import master_addresses
 from rocketmq_py._errors_broker import broker_error_for
 from rocketmq_py.errors import ClientError, MalformedMessage
 from rocketmq_py.protocol import (
@@ -16,7 +17,6 @@ from rocketmq_py.protocol import (
     RemotingCommand,
     RequestCode,
     ResponseCode,
-    TopicRouteData,
     decode_body,
     decode_messages,
     decode_offset_msg_id,
@@ -26,19 +26,13 @@ from rocketmq_py.protocol import (
 if TYPE_CHECKING:
     from rocketmq_py.cli._admin import Admin as Calls
 
-__all__ = ["consume_directly", "masters", "query", "store_address"]
+__all__ = ["consume_directly", "query", "store_address"]
 
-_MASTER = 0
 #: The ext field that makes QUERY_MESSAGE look a unique key (UNIQ_KEY) up (Java ``MixAll.UNIQUE_MSG_QUERY_FLAG``).
 _UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 #: Request timeouts QUERY_MESSAGE and CONSUME_MESSAGE_DIRECTLY may take (a broker's index walk; a
 #: member's listener call), as Java's admin waits.
 _SLOW_CALL = 3
-
-
-def masters(route: TopicRouteData) -> dict[str, str]:
-    """The master address of each broker name of ``route``."""
-    return {b.broker_name: b.broker_addrs[_MASTER] for b in route.broker_datas if _MASTER in b.broker_addrs}
 
 
 def store_address(msg_id: str) -> tuple[str, int]:
@@ -51,6 +45,13 @@ def store_address(msg_id: str) -> tuple[str, int]:
         host, port, offset = decode_offset_msg_id(msg_id)
     except (ValueError, MalformedMessage) as exc:
         raise ClientError(f"{msg_id!r} is not an offset message id: {exc}") from None
+    if not 0 < port < 65536:
+        # A producer's id (UNIQ_KEY) has as many hex digits: its process id and class loader hash
+        # land where the port is.
+        raise ClientError(
+            f"{msg_id!r} is not an offset message id (it names port {port}); a producer's message "
+            "id (SendResult.msg_id, a unique key) is looked up with message_by_unique_key(topic, key)"
+        )
     return f"{host}:{port}", offset
 
 
@@ -78,7 +79,7 @@ async def query(
         fields[_UNIQUE_KEY_QUERY] = "true"
     api = calls.api
     found: list[MessageExt] = []
-    for name, address in sorted(masters(await calls.route(topic)).items()):
+    for name, address in sorted(master_addresses(await calls.route(topic)).items()):
         # The unique-key flag is no header field: the command is built from the fields.
         command = RemotingCommand.request(
             RequestCode.QUERY_MESSAGE, fields, b"", serialize_type=api.serialize_type

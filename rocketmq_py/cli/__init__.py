@@ -7,12 +7,17 @@ Usage::
     rocketmq-py [-n HOST:PORT] send TOPIC --body TEXT|--body-file F [--tags T] [--keys K1,K2]
                 [--property K=V ...] [--count N] [--concurrency C] [--group G] [-q]
     rocketmq-py [-n HOST:PORT] group inspect GROUP [TOPIC] [--json]
+    rocketmq-py [-n HOST:PORT] group list [--all] [--json]
     rocketmq-py [-n HOST:PORT] consume TOPIC -g GROUP [--from-beginning] [--count N] [--tag EXPR] [--json]
 
-The NameServer defaults to ``ROCKETMQ_NAMESRV``. Exit codes: 0 success, 1 a RocketMQ error (one
-line on stderr, no traceback), 2 a usage error, 130 interrupted.
+Every command also takes ``--access-key AK --secret-key SK`` (ACL signing) and ``--tls``,
+``--tls-ca-file PATH`` or ``--tls-insecure`` (TLS to every NameServer and broker). The NameServer
+defaults to ``ROCKETMQ_NAMESRV``, the ACL keys to ``ROCKETMQ_ACCESS_KEY`` and ``ROCKETMQ_SECRET_KEY``.
+Exit codes: 0 success, 1 a RocketMQ error (one line on stderr, no traceback), 2 a usage error, 130
+interrupted.
 
-Modules: ``_parser`` (argv -> a typed command), ``_commands`` (what each command does),
+Modules: ``_parser`` (argv -> a typed command) with ``_options`` (the options of every command:
+NameServer, timeout, namespace, ACL keys, TLS), ``_commands`` (what each command does),
 ``_admin`` (NameServer and broker admin calls), ``_format`` (tables), ``_progress``, ``_group``
 (``group inspect``'s queries) with ``_inspect`` (its pure comparison), ``_consume``.
 """

@@ -30,10 +30,11 @@ that make the broker register the topic again with a new version.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Final, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
 
 import trio
 
@@ -51,8 +52,10 @@ from rocketmq_py.lowlevel import (
     MASTER_ID,
     PERM_READ,
     PERM_WRITE,
+    AclRPCHook,
     ConnectionPool,
     RemotingApi,
+    RPCHook,
 )
 from rocketmq_py.protocol import (
     BrokerData,
@@ -64,6 +67,9 @@ from rocketmq_py.protocol import (
     parse_fastjson,
 )
 
+if TYPE_CHECKING:
+    from rocketmq_py.cli._options import Common
+
 __all__ = [
     "DEFAULT_TOPIC_PERM",
     "NOT_THROUGH_A_PROXY",
@@ -72,6 +78,7 @@ __all__ = [
     "ClusterInfo",
     "CreatedQueues",
     "PutKVConfigRequestHeader",
+    "admin_of",
     "open_admin",
     "order_conf",
     "parse_cluster_info",
@@ -385,11 +392,36 @@ class Admin:
 
 
 @asynccontextmanager
-async def open_admin(namesrv_addrs: list[str], *, timeout: float) -> AsyncIterator[Admin]:  # noqa: ASYNC109
+async def open_admin(
+    namesrv_addrs: list[str],
+    *,
+    timeout: float,  # noqa: ASYNC109
+    access_key: str | None = None,
+    secret_key: str | None = None,
+    ssl_context: ssl.SSLContext | None = None,
+) -> AsyncIterator[Admin]:
     """An :class:`Admin` over a fresh connection pool (closed at the end of the block).
 
     Args:
         timeout: seconds per request.
+        access_key: the ACL access key: every request is signed (with ``secret_key``; both or
+            neither, as :class:`rocketmq_py.admin.Admin` takes them).
+        secret_key: the ACL secret key.
+        ssl_context: TLS for every connection.
     """
-    async with ConnectionPool() as pool:
+    hooks: list[RPCHook] = []
+    if access_key and secret_key:
+        hooks.append(AclRPCHook(access_key, secret_key))
+    async with ConnectionPool(ssl_context=ssl_context, hooks=hooks) as pool:
         yield Admin(RemotingApi(pool, timeout=timeout), namesrv_addrs)
+
+
+def admin_of(common: Common) -> AbstractAsyncContextManager[Admin]:
+    """:func:`open_admin` with a command line's NameServers, timeout, ACL keys and TLS."""
+    return open_admin(
+        list(common.namesrv),
+        timeout=common.timeout,
+        access_key=common.access_key,
+        secret_key=common.secret_key,
+        ssl_context=common.ssl_context,
+    )

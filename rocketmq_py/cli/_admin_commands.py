@@ -1,29 +1,81 @@
 """The commands over the public Admin API (:class:`rocketmq_py.admin.Admin`): ``topic stats``,
-``group lag``, ``group reset-offsets`` and ``message get``. Names are shown as the brokers store them
-(``NS%T`` under ``--namespace NS``), as the other admin commands do."""
+``group list``, ``group lag``, ``group reset-offsets`` and ``message get``. Names are shown as the
+brokers store them (``NS%T`` under ``--namespace NS``), as the other admin commands do; the Admin
+signs its requests and speaks TLS as the common options say.
+
+``group list`` hides the system groups as ``mqadmin``'s ``getUserSubscriptionGroup`` does (Java
+``MixAll.isSysConsumerGroup`` or ``MixAll.isPredefinedGroup``): the ``CID_RMQ_SYS_`` ones and the
+groups every broker predefines (:data:`PREDEFINED_GROUPS`). Under ``--namespace NS`` it lists the
+groups of that namespace only (``NS%G``, as stored); a system group is in none.
+"""
 
 from __future__ import annotations
 
 import datetime
 import json
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from rocketmq_py.admin import Admin
 from rocketmq_py.cli._parser import (
     LATEST,
     Common,
     GroupLagCommand,
+    GroupListCommand,
     MessageGetCommand,
     ResetOffsetsCommand,
     TopicStatsCommand,
 )
-from rocketmq_py.protocol import MessageExt, MessageQueue
+from rocketmq_py.protocol import MessageExt, MessageQueue, namespace_of
 
-__all__ = ["run_group_lag", "run_message_get", "run_reset_offsets", "run_topic_stats"]
+__all__ = [
+    "PREDEFINED_GROUPS",
+    "SYSTEM_GROUP_PREFIX",
+    "is_system_group",
+    "run_group_lag",
+    "run_group_list",
+    "run_message_get",
+    "run_reset_offsets",
+    "run_topic_stats",
+]
+
+#: Groups starting with this are the brokers' own (Java ``MixAll.CID_RMQ_SYS_PREFIX``).
+SYSTEM_GROUP_PREFIX: Final = "CID_RMQ_SYS_"
+#: The groups RocketMQ predefines (Java ``MixAll.PREDEFINE_GROUP_SET``, 5.3.3); the brokers create
+#: some of them (TOOLS_CONSUMER, FILTERSRV_CONSUMER, SELF_TEST_C_GROUP, CID_ONS-HTTP-PROXY, ...).
+PREDEFINED_GROUPS: Final = frozenset(
+    {
+        "DEFAULT_CONSUMER",
+        "DEFAULT_PRODUCER",
+        "TOOLS_CONSUMER",
+        "SCHEDULE_CONSUMER",
+        "FILTERSRV_CONSUMER",
+        "__MONITOR_CONSUMER",
+        "CLIENT_INNER_PRODUCER",
+        "SELF_TEST_P_GROUP",
+        "SELF_TEST_C_GROUP",
+        "CID_ONS-HTTP-PROXY",
+        "CID_ONSAPI_PERMISSION",
+        "CID_ONSAPI_OWNER",
+        "CID_ONSAPI_PULL",
+        "CID_RMQ_SYS_TRANS",
+    }
+)
+
+
+def is_system_group(group: str) -> bool:
+    """``group`` is one of RocketMQ's own, which ``mqadmin`` leaves out of a group listing (Java
+    ``MixAll.isSysConsumerGroup(group) || MixAll.isPredefinedGroup(group)``)."""
+    return group.startswith(SYSTEM_GROUP_PREFIX) or group in PREDEFINED_GROUPS
 
 
 def _admin(common: Common) -> Admin:
-    return Admin(";".join(common.namesrv), timeout=common.timeout)
+    return Admin(
+        ";".join(common.namesrv),
+        timeout=common.timeout,
+        access_key=common.access_key,
+        secret_key=common.secret_key,
+        ssl_context=common.ssl_context,
+    )
 
 
 def _when(ms: int) -> str:
@@ -63,12 +115,30 @@ async def run_topic_stats(command: TopicStatsCommand, out: TextIO) -> int:
     return 0
 
 
+async def run_group_list(command: GroupListCommand, out: TextIO) -> int:
+    """Print the consumer groups, one per line (or a JSON array), sorted; see the module docstring."""
+    async with _admin(command.common) as admin:
+        groups = await admin.groups()
+    namespace = command.common.namespace
+    shown = [
+        group
+        for group in groups
+        if (namespace is None or namespace_of(group) == namespace)
+        and (command.all_groups or not is_system_group(group))
+    ]
+    if command.json:
+        out.write(json.dumps(shown, indent=2) + "\n")
+    else:
+        out.writelines(f"{group}\n" for group in shown)
+    return 0
+
+
 async def run_group_lag(command: GroupLagCommand, out: TextIO) -> int:
     """Print the group's offsets and lag per queue, and the total."""
     group = command.common.wire(command.group)
     topic = None if command.topic is None else command.common.wire(command.topic)
     async with _admin(command.common) as admin:
-        progress = await admin.group_progress(group, topic)
+        progress = await admin.group_progress(group, topic, owners=command.owners)
     if command.json:
         data = {
             "group": group,
@@ -81,19 +151,23 @@ async def run_group_lag(command: GroupLagCommand, out: TextIO) -> int:
                     "consumer_offset": q.consumer_offset,
                     "lag": q.lag,
                     "last_timestamp_ms": q.last_timestamp_ms,
+                    **({"owner": q.client_id} if command.owners else {}),
                 }
                 for q in progress.queues
             ],
         }
         out.write(json.dumps(data, indent=2) + "\n")
         return 0
+    owner_title = "  owner" if command.owners else ""
     out.write(
-        f"{'topic':<32} {'broker':<16} {'queue':>5} {'broker off':>12} {'consumer off':>12} {'lag':>10}\n"
+        f"{'topic':<32} {'broker':<16} {'queue':>5} {'broker off':>12} {'consumer off':>12} {'lag':>10}"
+        f"{owner_title}\n"
     )
     for q in progress.queues:
+        owner = f"  {q.client_id or '-'}" if command.owners else ""
         out.write(
             f"{q.queue.topic:<32} {q.queue.broker_name:<16} {q.queue.queue_id:>5} {q.broker_offset:>12} "
-            f"{q.consumer_offset:>12} {q.lag:>10}\n"
+            f"{q.consumer_offset:>12} {q.lag:>10}{owner}\n"
         )
     out.write(
         f"{group}: lag {progress.lag} over {len(progress.queues)} queues, {progress.consume_tps:.1f} msg/s\n"

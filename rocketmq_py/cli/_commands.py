@@ -1,9 +1,11 @@
 """What each command does, as async functions writing to the streams they are given.
 
-Admin commands (``route``, ``topic create``, ``group inspect``; ``topic stats``, ``group lag``,
-``group reset-offsets`` and ``message get`` in :mod:`._admin_commands`) show topics and groups as the
-brokers store them (``NS%T`` under ``--namespace NS``); ``send`` and ``consume`` as a client of the
-namespace sees them (``T``). Each returns the process exit code; a
+Admin commands (``route``, ``topic create``, ``group inspect``; ``topic stats``, ``group list``,
+``group lag``, ``group reset-offsets`` and ``message get`` in :mod:`._admin_commands`) show topics and
+groups as the brokers store them (``NS%T`` under ``--namespace NS``); ``send`` and ``consume`` as a
+client of the namespace sees them (``T``). Every command signs its requests with the ACL keys and
+speaks TLS as the common options say (:class:`~rocketmq_py.cli._options.Common`). Each returns the
+process exit code; a
 :class:`~rocketmq_py.errors.RocketMQError` that ends a command is left to
 :func:`rocketmq_py.cli.main` to print.
 """
@@ -14,8 +16,14 @@ import json
 from typing import TextIO
 
 from rocketmq_py import Chunk, Producer, SendResult, send_many
-from rocketmq_py.cli._admin import open_admin, order_conf
-from rocketmq_py.cli._admin_commands import run_group_lag, run_message_get, run_reset_offsets, run_topic_stats
+from rocketmq_py.cli._admin import admin_of, order_conf
+from rocketmq_py.cli._admin_commands import (
+    run_group_lag,
+    run_group_list,
+    run_message_get,
+    run_reset_offsets,
+    run_topic_stats,
+)
 from rocketmq_py.cli._consume import run_consume
 from rocketmq_py.cli._format import format_send_result, group_report_lines, perm_letters, route_lines
 from rocketmq_py.cli._group import collect_group
@@ -25,6 +33,7 @@ from rocketmq_py.cli._parser import (
     CreateTopicCommand,
     GroupInspectCommand,
     GroupLagCommand,
+    GroupListCommand,
     MessageGetCommand,
     ResetOffsetsCommand,
     RouteCommand,
@@ -56,6 +65,8 @@ async def run_command(command: Command, out: TextIO, err: TextIO) -> int:
         return await run_topic_stats(command, out)
     if isinstance(command, GroupLagCommand):
         return await run_group_lag(command, out)
+    if isinstance(command, GroupListCommand):
+        return await run_group_list(command, out)
     if isinstance(command, ResetOffsetsCommand):
         return await run_reset_offsets(command, out)
     if isinstance(command, MessageGetCommand):
@@ -65,7 +76,7 @@ async def run_command(command: Command, out: TextIO, err: TextIO) -> int:
 
 async def run_group_inspect(command: GroupInspectCommand, out: TextIO) -> int:
     """Print the group's report; the exit code is 0 whether or not it found problems."""
-    async with open_admin(list(command.common.namesrv), timeout=command.common.timeout) as admin:
+    async with admin_of(command.common) as admin:
         topic = None if command.topic is None else command.common.wire(command.topic)
         report = await collect_group(admin, command.common.wire(command.group), topic)
     if command.json:
@@ -77,7 +88,7 @@ async def run_group_inspect(command: GroupInspectCommand, out: TextIO) -> int:
 
 async def run_route(command: RouteCommand, out: TextIO) -> int:
     topic = command.common.wire(command.topic)
-    async with open_admin(list(command.common.namesrv), timeout=command.common.timeout) as admin:
+    async with admin_of(command.common) as admin:
         route = await admin.route(topic)
     if command.json:
         out.write(json.dumps(route.to_json(), indent=2, sort_keys=True) + "\n")
@@ -90,7 +101,7 @@ async def run_create_topic(command: CreateTopicCommand, out: TextIO) -> int:
     validate_topic(command.topic)
     topic = command.common.wire(command.topic)
     validate_topic(topic)
-    async with open_admin(list(command.common.namesrv), timeout=command.common.timeout) as admin:
+    async with admin_of(command.common) as admin:
         created = await admin.create_topic(
             topic, command.queues, cluster=command.cluster, order=command.order
         )
@@ -150,6 +161,9 @@ async def run_send(command: SendCommand, out: TextIO, err: TextIO) -> int:
         request_timeout=command.common.timeout,
         namespace=command.common.namespace,
         enable_trace=command.trace,
+        access_key=command.common.access_key,
+        secret_key=command.common.secret_key,
+        ssl_context=command.common.ssl_context,
     )
     async with producer:
         try:

@@ -18,7 +18,7 @@ from typing import TextIO
 import trio
 
 from rocketmq_py import PushConsumer
-from rocketmq_py.cli._admin import open_admin
+from rocketmq_py.cli._admin import admin_of
 from rocketmq_py.cli._format import message_json, message_line
 from rocketmq_py.cli._parser import ConsumeCommand
 from rocketmq_py.lowlevel import validate_group, validate_topic
@@ -32,7 +32,7 @@ async def run_consume(command: ConsumeCommand, out: TextIO, err: TextIO) -> int:
     validate_topic(command.topic)
     validate_group(command.group)
     namesrv = list(command.common.namesrv)
-    async with open_admin(namesrv, timeout=command.common.timeout) as admin:
+    async with admin_of(command.common) as admin:
         route = await admin.route(command.common.wire(command.topic))  # fail fast on an unknown topic
     brokers = {addr: b.broker_name for b in route.broker_datas for addr in b.broker_addrs.values()}
     printed = 0
@@ -69,6 +69,9 @@ async def run_consume(command: ConsumeCommand, out: TextIO, err: TextIO) -> int:
         request_timeout=command.common.timeout,
         namespace=command.common.namespace,
         enable_trace=command.trace,
+        access_key=command.common.access_key,
+        secret_key=command.common.secret_key,
+        ssl_context=command.common.ssl_context,
     )
     consumer.subscribe(command.topic, command.tag)
 

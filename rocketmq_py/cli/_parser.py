@@ -1,13 +1,16 @@
 """Command-line parsing: argv -> one typed command value (no I/O besides ``--body-file``).
 
-Commands: ``route``, ``topic create``, ``send``, ``group inspect``, ``consume``.
+Commands: ``route``, ``topic create``, ``topic stats``, ``send``, ``group inspect``, ``group list``,
+``group lag``, ``group reset-offsets``, ``message get``, ``consume``.
 
-``-n/--namesrv``, ``--timeout`` and ``--namespace`` are accepted before the command and after it
-(``rocketmq-py -n h:9876 route T`` and ``rocketmq-py route T -n h:9876``); the NameServer
-defaults to ``ROCKETMQ_NAMESRV``. ``--namespace NS`` names topics and groups as a client with
-that namespace does (Java ``setNamespace``): ``T`` is ``NS%T`` on the brokers; without it, a
-hosted endpoint (``-n http://MQ_INST_<id>_<x>.<region>...:8080``) names the namespace, as it does
-for a client. Every mistake raises :class:`UsageError` (exit code 2).
+The options of every command (:mod:`._options`: ``-n/--namesrv``, ``--timeout``, ``--namespace``,
+``--access-key``/``--secret-key``, ``--tls``, ``--tls-ca-file``, ``--tls-insecure``) are accepted
+before the command and after it (``rocketmq-py -n h:9876 route T`` and ``rocketmq-py route T -n
+h:9876``); the NameServer defaults to ``ROCKETMQ_NAMESRV``, the ACL keys to
+``ROCKETMQ_ACCESS_KEY``/``ROCKETMQ_SECRET_KEY``. ``--namespace NS`` names topics and groups as a
+client with that namespace does (Java ``setNamespace``): ``T`` is ``NS%T`` on the brokers; without
+it, a hosted endpoint (``-n http://MQ_INST_<id>_<x>.<region>...:8080``) names the namespace, as it
+does for a client. Every mistake raises :class:`UsageError` (exit code 2).
 """
 
 from __future__ import annotations
@@ -20,9 +23,13 @@ from dataclasses import dataclass, field
 from typing import NoReturn
 
 from rocketmq_py import __version__
-from rocketmq_py.errors import ClientError
-from rocketmq_py.lowlevel import DEFAULT_REQUEST_TIMEOUT, namespace_of_endpoint, parse_namesrv_addrs
-from rocketmq_py.protocol import validate_namespace, wrap_name
+from rocketmq_py.cli._options import (
+    Common,
+    UsageError,
+    add_common_options,
+    common_from_args,
+    positive_seconds,
+)
 
 __all__ = [
     "CLI_PRODUCER_GROUP",
@@ -33,6 +40,7 @@ __all__ = [
     "CreateTopicCommand",
     "GroupInspectCommand",
     "GroupLagCommand",
+    "GroupListCommand",
     "MessageGetCommand",
     "ResetOffsetsCommand",
     "RouteCommand",
@@ -52,28 +60,6 @@ _TRACE_HELP = (
     "write a message trace record of each {what} to RMQ_SYS_TRACE_TOPIC, as the Java client's "
     "enableMsgTrace (mqadmin queryMsgTraceById shows it)"
 )
-
-
-class UsageError(Exception):
-    """The command line is wrong; ``usage`` is the usage text of the (sub)command."""
-
-    def __init__(self, message: str, usage: str = "") -> None:
-        super().__init__(message)
-        self.usage = usage
-
-
-@dataclass(frozen=True, slots=True)
-class Common:
-    """Options of every command."""
-
-    namesrv: tuple[str, ...]
-    timeout: float = DEFAULT_REQUEST_TIMEOUT
-    #: Topics and groups are this namespace's (``None``: no namespace).
-    namespace: str | None = None
-
-    def wire(self, name: str) -> str:
-        """``name`` as the brokers know it (wrapped in :attr:`namespace`)."""
-        return wrap_name(self.namespace, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +115,17 @@ class GroupLagCommand:
     group: str
     topic: str | None = None
     json: bool = False
+    #: Also name the member that owns each queue (each member asked, as ``consumerProgress -s true``).
+    owners: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GroupListCommand:
+    """``group list``: the cluster's consumer groups (without ``all_groups``, not the system ones)."""
+
+    common: Common
+    all_groups: bool = False
+    json: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +166,7 @@ Command = (
     | SendCommand
     | GroupInspectCommand
     | GroupLagCommand
+    | GroupListCommand
     | ResetOffsetsCommand
     | MessageGetCommand
     | ConsumeCommand
@@ -195,16 +193,6 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
-    return value
-
-
 def _timestamp_ms(text: str) -> int:
     if text.isdigit():
         return int(text)
@@ -224,40 +212,13 @@ def _property(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
-    # After the command, defaults are SUPPRESSed so they do not overwrite values given before it.
-    default_ns: object = argparse.SUPPRESS if suppress else None
-    default_timeout: object = argparse.SUPPRESS if suppress else DEFAULT_REQUEST_TIMEOUT
-    parser.add_argument(
-        "-n",
-        "--namesrv",
-        metavar="HOST:PORT[;HOST:PORT]",
-        default=default_ns,
-        help="NameServer address(es); default: $ROCKETMQ_NAMESRV",
-    )
-    parser.add_argument(
-        "--timeout",
-        type=_seconds,
-        metavar="SECONDS",
-        default=default_timeout,
-        help=f"per request, and per send including retries (default {DEFAULT_REQUEST_TIMEOUT:g})",
-    )
-    parser.add_argument(
-        "--namespace",
-        metavar="NS",
-        default=default_ns,
-        help="topics and groups of namespace NS (NS%%NAME on the brokers, as Java's setNamespace; "
-        "default: the instance id of a hosted endpoint -n http://MQ_INST_...)",
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``rocketmq-py`` and its commands."""
     parser = _Parser(prog=PROG, description="Apache RocketMQ from the command line (rocketmq-py).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    _common_options(parser, suppress=False)
+    add_common_options(parser, suppress=False)
     common = _Parser(add_help=False)
-    _common_options(common, suppress=True)
+    add_common_options(common, suppress=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
 
     route = commands.add_parser(
@@ -281,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--order", action="store_true", help="an order topic (orderTopicConf)")
     create.add_argument(
         "--wait",
-        type=_seconds,
+        type=positive_seconds,
         default=DEFAULT_ROUTE_WAIT,
         metavar="SECONDS",
         help=f"wait this long for the route to show the queues (default {DEFAULT_ROUTE_WAIT:g})",
@@ -338,12 +299,29 @@ def build_parser() -> argparse.ArgumentParser:
         "topic", metavar="TOPIC", nargs="?", help="only this topic (default: every subscribed one)"
     )
     inspect.add_argument("--json", action="store_true", help="print the report as JSON")
+    group_list = group_commands.add_parser(
+        "list",
+        parents=[common],
+        help="the cluster's consumer groups, named as the brokers store them (with --namespace NS: "
+        "that namespace's groups only, NS prefix shown)",
+    )
+    group_list.add_argument(
+        "--all",
+        action="store_true",
+        help="the system groups too (CID_RMQ_SYS_*, TOOLS_CONSUMER, ...: hidden as mqadmin hides them)",
+    )
+    group_list.add_argument("--json", action="store_true", help="print the names as a JSON array")
     lag = group_commands.add_parser(
         "lag", parents=[common], help="the group's committed offset and lag on each queue (consumerProgress)"
     )
     lag.add_argument("group", metavar="GROUP")
     lag.add_argument("topic", metavar="TOPIC", nargs="?", help="only this topic (default: every one)")
     lag.add_argument("--json", action="store_true", help="print the queues as JSON")
+    lag.add_argument(
+        "--owners",
+        action="store_true",
+        help="also show the member that owns each queue (asks each member, as consumerProgress -s true)",
+    )
     reset = group_commands.add_parser(
         "reset-offsets",
         parents=[common],
@@ -390,25 +368,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _namesrv(value: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
-    text = value if value is not None else environ.get("ROCKETMQ_NAMESRV", "")
-    if not text.replace(";", "").strip():
-        raise UsageError("no NameServer: pass -n HOST:PORT or set ROCKETMQ_NAMESRV")
-    try:
-        return tuple(parse_namesrv_addrs(text))
-    except ClientError as exc:
-        raise UsageError(f"-n/--namesrv: {exc}") from None
-
-
-def _namespace(value: str | None, namesrv: str | None) -> str | None:
-    if value is None:  # as a client given no namespace: a hosted endpoint's instance id
-        value = namespace_of_endpoint(namesrv)
-    try:
-        return validate_namespace(value)
-    except ValueError as exc:
-        raise UsageError(f"--namespace: {exc}") from None
-
-
 def _read_body(path: str) -> bytes:
     if path == "-":
         return sys.stdin.buffer.read()
@@ -423,10 +382,12 @@ def parse_command(argv: Sequence[str], environ: Mapping[str, str]) -> Command:
     """Parse a command line (without the program name).
 
     Args:
-        environ: where ``ROCKETMQ_NAMESRV`` is looked up.
+        environ: where ``ROCKETMQ_NAMESRV``, ``ROCKETMQ_ACCESS_KEY`` and ``ROCKETMQ_SECRET_KEY``
+            are looked up.
 
     Raises:
-        UsageError: a wrong command line, no NameServer, or an unreadable ``--body-file``.
+        UsageError: a wrong command line, no NameServer, one ACL key without the other, an
+            unreadable ``--tls-ca-file`` or ``--body-file``.
         SystemExit: ``--help`` or ``--version`` (after printing; code 0).
     """
     parser = build_parser()
@@ -439,12 +400,7 @@ def parse_command(argv: Sequence[str], environ: Mapping[str, str]) -> Command:
 
 
 def _command(args: argparse.Namespace, environ: Mapping[str, str]) -> Command:
-    namesrv_text = args.namesrv if args.namesrv is not None else environ.get("ROCKETMQ_NAMESRV")
-    common = Common(
-        namesrv=_namesrv(args.namesrv, environ),
-        timeout=args.timeout,
-        namespace=_namespace(args.namespace, namesrv_text),
-    )
+    common = common_from_args(args, environ)
     if args.command == "route":
         return RouteCommand(common, args.topic, json=args.json)
     if args.command == "topic":
@@ -454,8 +410,10 @@ def _command(args: argparse.Namespace, environ: Mapping[str, str]) -> Command:
             common, args.topic, args.queues, cluster=args.cluster, order=args.order, wait=args.wait
         )
     if args.command == "group":
+        if args.group_command == "list":
+            return GroupListCommand(common, all_groups=args.all, json=args.json)
         if args.group_command == "lag":
-            return GroupLagCommand(common, args.group, args.topic, json=args.json)
+            return GroupLagCommand(common, args.group, args.topic, json=args.json, owners=args.owners)
         if args.group_command == "reset-offsets":
             timestamp = 0 if args.earliest else LATEST if args.latest else args.to_time
             return ResetOffsetsCommand(common, args.group, args.topic, timestamp, force=not args.forward_only)

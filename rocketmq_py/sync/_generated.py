@@ -981,14 +981,19 @@ class Admin(SyncClient[TrioAdmin]):
         """
         return self._call(self._client.groups)
 
-    def group_progress(self, group: str, topic: str | None = None) -> GroupProgress:
+    def group_progress(self, group: str, topic: str | None = None, *, owners: bool = False) -> GroupProgress:
         """The group's committed offset and lag on each queue of its topics (of ``topic`` only, if
         given), and its consume rate (``mqadmin consumerProgress``).
+
+        Args:
+            owners: also ask each member which queues it owns (GET_CONSUMER_RUNNING_INFO, as
+                ``consumerProgress -s true``) and set each queue's ``client_id``; a member that does
+                not answer owns nothing.
 
         Raises:
             BrokerError: a broker refused (``SubscriptionGroupNotExist``: it knows no such group).
         """
-        return self._call(self._client.group_progress, group, topic)
+        return self._call(self._client.group_progress, group, topic, owners=owners)
 
     def group_members(self, group: str) -> GroupMembers:
         """The group's members as its brokers know them, and what they subscribe (``mqadmin
@@ -998,6 +1003,18 @@ class Admin(SyncClient[TrioAdmin]):
             BrokerError: a broker refused in another way than "no member online".
         """
         return self._call(self._client.group_members, group)
+
+    def running_info(self, group: str, client_id: str, *, jstack: bool = False) -> ConsumerRunningInfo:
+        """What the member ``client_id`` of ``group`` says about itself (``mqadmin consumerStatus -g
+        group -i client_id``): its settings, subscriptions, each owned queue's state, consume rates;
+        a thread dump when ``jstack`` and the member is a Java one. Asked through the group's
+        brokers, which hand the request to the member.
+
+        Raises:
+            BrokerError: no broker got an answer (the last one's refusal: the member is not
+                connected to it, or did not answer in time).
+        """
+        return self._call(self._client.running_info, group, client_id, jstack=jstack)
 
     def reset_offsets(
         self, group: str, topic: str, timestamp_ms: int, *, force: bool = True

@@ -26,6 +26,9 @@ def test_topic_stats_and_group_lag() -> None:
     )
     assert parse_command(["group", "lag", "G"], ENV) == GroupLagCommand(Common((NS,)), "G")
     assert parse_command(["group", "lag", "G", "T"], ENV) == GroupLagCommand(Common((NS,)), "G", "T")
+    assert parse_command(["group", "lag", "G", "--owners"], ENV) == GroupLagCommand(
+        Common((NS,)), "G", owners=True
+    )
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
-from dataclasses import fields, replace
+from dataclasses import fields
 from typing import Any, ClassVar
 
 import trio
@@ -75,9 +75,8 @@ from rocketmq_py.consumer._flow import (
     SUSPEND_CURRENT_QUEUE_TIME_MS,
     FlowLimits,
 )
-from rocketmq_py.consumer._gauges import TopicGauges, topic_gauges
+from rocketmq_py.consumer._gauges import TopicGauges
 from rocketmq_py.consumer._group_client import process_queue_info
-from rocketmq_py.consumer._health import QueueReading, consumer_health
 from rocketmq_py.consumer._inner_producer import inner_producer
 from rocketmq_py.consumer._listener import (
     ConsumeOrderlyStatus,
@@ -90,6 +89,8 @@ from rocketmq_py.consumer._member import GroupMember, _handler_message
 from rocketmq_py.consumer._orderly import OrderlyService
 from rocketmq_py.consumer._pop import PopService
 from rocketmq_py.consumer._pop_rules import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS
+from rocketmq_py.consumer._push_pop import PopStep, pops_topics
+from rocketmq_py.consumer._push_readings import gauge_reader, push_health, user_statistics
 from rocketmq_py.consumer._push_settings import PushSettings, check_pop_options
 from rocketmq_py.consumer._queue_table import QueueTable
 from rocketmq_py.consumer._runtime import ConsumeService, PushRuntime
@@ -113,10 +114,7 @@ from rocketmq_py.protocol import (
     MessageModel,
     MessageQueue,
     is_retry_topic,
-    pop_retry_topic,
     retry_topic,
-    unwrap_name,
-    unwrap_queue,
     wrap_name,
 )
 
@@ -267,12 +265,9 @@ class PushConsumer(GroupMember):
         self.pop_invisible_time = pop_invisible_time
         self.pop_batch_nums = pop_batch_nums
         #: Whether the topics the group reads in POP mode are popped (decided once, here).
-        self._pops = False
-        if not client_rebalance:
-            if orderly or self.broadcasting:
-                log.warning("%s: POP consumption is concurrent CLUSTERING only: client rebalance", group)
-            else:
-                self._pops = True
+        self._pops = pops_topics(
+            group, client_rebalance=client_rebalance, orderly=orderly, broadcasting=self.broadcasting
+        )
         self._inner_producer: Producer | None = None
         # The parts of a run, built at start and dropped at the close (the POP service stays, for
         # its statistics and acks to be looked at after the block).
@@ -332,10 +327,9 @@ class PushConsumer(GroupMember):
 
         Queues the group pops (POP consumption) are in :meth:`pop_statistics` instead.
         """
-        stats = queue_statistics(self._queues, self._offsets, orderly=self.orderly)
-        if self.namespace is None:
-            return stats
-        return [replace(s, queue=unwrap_queue(self.namespace, s.queue)) for s in stats]
+        return user_statistics(
+            self.namespace, queue_statistics(self._queues, self._offsets, orderly=self.orderly)
+        )
 
     def health(self) -> Health:
         """Readiness, from what the member knows (no request is sent): started, a NameServer
@@ -344,22 +338,11 @@ class PushConsumer(GroupMember):
         runtime, assignment = self._runtime, self._assignment
         if runtime is None or assignment is None:
             return not_running()
-        calls = assignment.service.running_calls()
-        if self._pop is not None:
-            calls += self._pop.running_calls()
-        readings = [
-            QueueReading(mq, state.pq.last_answer_time, state.flow is not None, state.timed_out_at)
-            for mq, state in self._queues.items()
-        ]
-        if self._pop is not None:
-            readings += [
-                QueueReading(mq, q.last_pop_time, False, q.timed_out_at) for mq, q in self._pop.queues.items()
-            ]
-        return consumer_health(
+        return push_health(
             runtime.instance,
-            trio.current_time(),
-            readings,
-            running_calls=calls,
+            self._queues,
+            assignment.service,
+            self._pop,
             consume_timeout=self.consume_timeout,
             idle_limit=self.pull_max_idle_time,
             namespace=self.namespace,
@@ -371,15 +354,7 @@ class PushConsumer(GroupMember):
         runtime = self._runtime
         if runtime is None:
             return None
-        namespace = self.namespace
-
-        def read() -> list[TopicGauges]:
-            gauges = topic_gauges(self._queues, runtime.offsets)
-            if namespace is None:
-                return gauges
-            return [replace(g, topic=unwrap_name(namespace, g.topic)) for g in gauges]
-
-        return runtime.token, read
+        return runtime.token, gauge_reader(self._queues, runtime.offsets, self.namespace)
 
     def _consumed_offsets(self) -> dict[MessageQueue, int]:
         store = self._offset_store
@@ -388,10 +363,7 @@ class PushConsumer(GroupMember):
     def pop_statistics(self) -> list[PopQueueStatistics]:
         """Per queue this member pops (POP consumption; empty otherwise): unacknowledged and popped
         counts and the last pop time, in queue order."""
-        stats = [] if self._pop is None else self._pop.statistics()
-        if self.namespace is None:
-            return stats
-        return [replace(s, queue=unwrap_queue(self.namespace, s.queue)) for s in stats]
+        return user_statistics(self.namespace, [] if self._pop is None else self._pop.statistics())
 
     # --- lifecycle (see GroupMember) -----------------------------------------------------------------
 
@@ -469,19 +441,8 @@ class PushConsumer(GroupMember):
     async def _rebalance_topic(self, topic: str) -> None:
         # Rounds run in the rebalance loop, which starts after _start: the assignment exists.
         assert self._assignment is not None
-        if self._pop is not None and not is_retry_topic(topic):
-            assigned = await self._pop.query_assignment(topic)
-            if assigned is None:
-                return
-            popped, pulled = assigned
-            await self._follow_pop_retry_topic(topic, popped=bool(popped), pulled=bool(pulled))
-            if not pulled:
-                # Popped now (or not ours): hand the pulled queues off first, so that their running
-                # calls end and their offsets are committed before the first pop reads them.
-                await self._assignment.drop_topic(topic)
-            self._pop.apply_assignment(topic, popped, pulled)  # pops stop before pulls start, too
-            if not pulled:
-                return
+        if self._pop is not None and not is_retry_topic(topic) and not await self._pop_step().run(topic):
+            return
         allocation = await self._allocate(topic)
         if allocation is None:
             return
@@ -497,24 +458,19 @@ class PushConsumer(GroupMember):
         handoff_start = self._rounds.handoff_start(len(allocation.cid_all))
         await self._assignment.apply(topic, allocation, handoff_start=handoff_start)
 
-    async def _follow_pop_retry_topic(self, topic: str, *, popped: bool, pulled: bool) -> None:
-        """Subscribe ``topic``'s POP retry topic while the group pulls the topic, not while it pops it
-        (Java ``RebalanceImpl.updateMessageQueueAssignment``)."""
-        retry = pop_retry_topic(topic, self.group)
-        if pulled and not popped and retry not in self._subscriptions:
-            log.info(
-                "%s: %s is pulled: subscribing %s for what was popped and revived", self.group, topic, retry
-            )
-            self._set_subscription(retry, "*", ExpressionType.TAG)
-            self._client_instance.routes.use_topic(retry)
-            self._client_instance.heartbeat_soon()
-            self._rounds.request()
-        elif popped and not pulled and retry in self._subscriptions:
-            log.info("%s: %s is popped: unsubscribing %s (POP_MESSAGE serves it)", self.group, topic, retry)
-            self._drop_subscription(retry)
-            self._client_instance.heartbeat_soon()
-            assert self._assignment is not None
-            await self._assignment.drop_topic(retry)
+    def _pop_step(self) -> PopStep:
+        """The POP step of a round (a member that pops, while started)."""
+        assert self._runtime is not None
+        assert self._pop is not None
+        assert self._assignment is not None
+        return PopStep(
+            group=self.group,
+            runtime=self._runtime,
+            pop=self._pop,
+            assignment=self._assignment,
+            subscribe=lambda topic: self._set_subscription(topic, "*", ExpressionType.TAG),
+            unsubscribe=self._drop_subscription,
+        )
 
     def _after_rebalance(self) -> None:
         self._queues.limits = self.flow_limits.per_queue_from_topic(len(self._queues))

@@ -47,6 +47,7 @@ from rocketmq_py.producer._recall import recall_message
 from rocketmq_py.producer._request import send_request
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader
+from rocketmq_py.producer._send_hooks import oneway_with_hooks, send_context
 from rocketmq_py.producer._send_path import ProducerCounters, ProducerStatistics, SendPath
 from rocketmq_py.producer._types import SendResult
 from rocketmq_py.producer._validation import (
@@ -446,24 +447,18 @@ class Producer(SendPath):
         )
 
     async def _send_oneway_hooked(self, message: Message, mq: MessageQueue) -> None:
-        hooks = self._hooks
         self._ensure_uniq_key(message)
-        ctx = self._send_context(message, mq, batch=False, oneway=True)
-        call_hooks(hooks, "before_send", ctx)
-        started = trio.current_time()
-        try:
+        ctx = send_context(
+            self._client_instance, self.group, self.namespace, message, mq, batch=False, oneway=True
+        )
+
+        async def write() -> None:
             address, fields, body = await self._prepare(message, mq, batch=False)
             await self._client_instance.api.send_message_oneway(
                 address, fields, body, reply=is_reply(message)
             )
-        except BaseException as exc:
-            ctx.exception = exc
-            raise
-        else:
-            ctx.success = True
-        finally:
-            ctx.elapsed = trio.current_time() - started
-            call_hooks(hooks, "after_send", ctx)
+
+        await oneway_with_hooks(self._hooks, ctx, write)
 
     async def send_batch(
         self,

@@ -21,6 +21,7 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -37,11 +38,12 @@ from rocketmq_py.errors import (
     StateError,
     TransportError,
 )
-from rocketmq_py.hooks import Hook, SendContext, call_hooks
+from rocketmq_py.hooks import Hook
 from rocketmq_py.producer._attempts import FailedAttempt, attempt_timeout, describe_attempts
 from rocketmq_py.producer._fault import FaultItem, LatencyFaultTolerance, QueueSelector
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader, SendParts
+from rocketmq_py.producer._send_hooks import send_context, send_with_hooks
 from rocketmq_py.producer._types import SendResult, SendStatus
 from rocketmq_py.protocol import (
     CompressionType,
@@ -344,45 +346,21 @@ class SendPath:
         timeout: float,  # noqa: ASYNC109
         attempt: int,
     ) -> SendResult:
-        """:meth:`_send_to` between the hooks' ``before_send`` and ``after_send`` (Java ``sendKernelImpl``)."""
+        """:meth:`_send_to` between the hooks' ``before_send`` and ``after_send`` (:mod:`._send_hooks`)."""
         if not batch:
             self._ensure_uniq_key(message)  # the hooks see the message's id
-        ctx = self._send_context(message, mq, batch=batch, oneway=False, attempt=attempt)
-        call_hooks(hooks, "before_send", ctx)
-        started = trio.current_time()
-        try:
-            result = await self._send_to(message, mq, batch=batch, timeout=timeout)
-        except BaseException as exc:
-            ctx.elapsed = trio.current_time() - started
-            ctx.exception = exc
-            call_hooks(hooks, "after_send", ctx)
-            raise
-        ctx.elapsed = trio.current_time() - started
-        ctx.result = result
-        ctx.success = True
-        call_hooks(hooks, "after_send", ctx)
-        return result
-
-    def _send_context(
-        self, message: Message, mq: MessageQueue, *, batch: bool, oneway: bool, attempt: int = 1
-    ) -> SendContext:
-        """What the hooks get for one attempt of sending ``message`` to ``mq``."""
-        instance = self._client_instance
-        properties = message.properties
-        return SendContext(
-            producer_group=self.group,
-            message=message,
-            queue=mq,
-            broker_address=instance.routes.master_address(mq.broker_name),
-            born_host=instance.config.client_ip or "",
-            attempt=attempt,
+        ctx = send_context(
+            self._client_instance,
+            self.group,
+            self.namespace,
+            message,
+            mq,
             batch=batch,
-            oneway=oneway,
-            transactional=properties.get(PropertyKey.TRANSACTION_PREPARED) == "true",
-            delayed=PropertyKey.DELAY_TIME_LEVEL in properties
-            or not DELIVERY_TIME_KEYS.isdisjoint(properties),
-            namespace=self.namespace or "",
-            client_id=instance.client_id,
+            oneway=False,
+            attempt=attempt,
+        )
+        return await send_with_hooks(
+            hooks, ctx, partial(self._send_to, message, mq, batch=batch, timeout=timeout)
         )
 
     async def _send_to(

@@ -186,12 +186,12 @@ async def test_oneway_send_hooks(cluster: Cluster, make_producer: MakeProducer) 
 async def test_no_hook_no_context(
     cluster: Cluster, make_producer: MakeProducer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rocketmq_py.producer._send_path as send_path
+    import rocketmq_py.producer._send_hooks as send_hooks
 
     def refuse(**kwargs: Any) -> SendContext:
         raise AssertionError("a SendContext was built with no hook registered")
 
-    monkeypatch.setattr(send_path, "SendContext", refuse)
+    monkeypatch.setattr(send_hooks, "SendContext", refuse)
     async with make_producer() as producer:
         await producer.send(cluster.message())
         await producer.send_batch([cluster.message(b"1"), cluster.message(b"2")])

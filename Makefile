@@ -34,7 +34,12 @@ VERSION_SKIP ?= not paused_broker_is_routed_around and not without_a_nameserver 
 	and not partitions_follow_the_allocation_strategy and not max_records_per_partition_splits_ranges \
 	and not filters_narrow_the_read and not a_plain_registration_reads_the_same \
 	and not bad_option_is_named and not a_schema_picks_the_columns and not data_loss
-INTEGRATION_ENV = RMQ_REQUIRE_BROKER=1 PYSPARK_PYTHON=$(abspath $(BIN)/python)
+# The test clusters' JVMs (RMQ_JVM_OPTS, rocketmq_py/testing/_jvm_nodes.py) compile with C1 only,
+# on one compiler thread and one GC thread: a short-lived test broker spends much of its CPU in C2
+# compiling code it runs a few thousand times; measured on a 2-broker cluster's start and 5,000
+# messages, 15-16 CPU-s instead of 18-20. Benchmarks start their clusters without it.
+TEST_JVM_OPTS ?= -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:ParallelGCThreads=1 -XX:ConcGCThreads=1
+INTEGRATION_ENV = RMQ_REQUIRE_BROKER=1 RMQ_JVM_OPTS="$(TEST_JVM_OPTS)" PYSPARK_PYTHON=$(abspath $(BIN)/python)
 # The suite runs on pytest-xdist workers: the integration tests mostly wait on brokers (timeouts,
 # long polls, rebalances), so several workers share two cores well. Each module runs whole on one
 # worker and the Spark modules together on one (integration/conftest.py); each worker that runs

@@ -33,6 +33,10 @@ __all__ = [
 ]
 
 # Small heaps for a 2-core test box (the scripts default to 4-8 GiB).
+#: The environment variable whose options (split on white space) every NameServer, broker, Proxy
+#: and controller JVM of the jar backend gets after its own: ``make test`` uses it for a C1-only JIT
+#: with fewer compiler and GC threads, which costs test clusters about a fifth less CPU.
+JVM_OPTS_ENV = "RMQ_JVM_OPTS"
 NAMESRV_HEAP = ["-Xms128m", "-Xmx256m"]
 BROKER_HEAP = ["-Xms256m", "-Xmx512m", "-XX:MaxDirectMemorySize=512m"]
 PROXY_HEAP = ["-Xms128m", "-Xmx384m", "-XX:MaxDirectMemorySize=256m"]
@@ -157,6 +161,9 @@ class NodeLauncher:
             "-XX:+UseG1GC",
             *_MODULE_FLAGS,
             f"-Duser.home={home}",
+            # Temporary files (TLS test-mode certificates, native libraries) go with the cluster's
+            # directory, not into /tmp, where a killed JVM would leave them.
+            f"-Djava.io.tmpdir={self.workdir / node}",
             f"-Drocketmq.home.dir={self.workdir}",
             marker_for(self.cluster_id),
         ]
@@ -168,6 +175,7 @@ class NodeLauncher:
                 "-Dlogback.statusListenerClass="
                 "org.apache.rocketmq.logging.ch.qos.logback.core.status.NopStatusListener"
             )
+        argv += os.environ.get(JVM_OPTS_ENV, "").split()
         return [*argv, "-cp", (classpath or self.classpath).classpath, main, *args]
 
     def _env(self) -> dict[str, str]:

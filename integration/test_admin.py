@@ -1,6 +1,7 @@
 """``rocketmq_py.admin.Admin`` on the real cluster, each answer checked against mqadmin's on the
-same cluster where mqadmin has the command (topicStatus, consumerProgress, queryMsgById, and with
-``-g -d`` its direct consumption), and against what the clients did otherwise."""
+same cluster where mqadmin has the command (topicStatus, consumerProgress and with ``-s true`` its
+queue owners, resetOffsetByTime, queryMsgById and with ``-g -d`` its direct consumption), and
+against what the clients did otherwise."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ async def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 60
 
 _TOPIC_STATUS_ROW = re.compile(r"^(broker-\S+)\s+(\d+)\s+(\d+)\s+(\d+)", re.MULTILINE)
 _PROGRESS_ROW = re.compile(r"^(\S+)\s+(broker-\S+)\s+(\d+)\s+(\d+)\s+(\d+)", re.MULTILINE)
+#: A row of ``resetOffsetByTime`` (a group online): broker, queue, the offset it was reset to.
+_RESET_ROW = re.compile(r"^(broker-\S+)\s+(\d+)\s+(\d+)\s*$", re.MULTILINE)
 #: A row of ``consumerProgress -s true``: topic, broker, queue, offsets, then the owner's client IP.
 _OWNER_ROW = re.compile(r"^(\S+)\s+(broker-\S+)\s+(\d+)\s+\d+\s+\d+\s+(\S+)", re.MULTILINE)
 
@@ -168,6 +171,22 @@ async def test_admin_answers_as_mqadmin_does(cluster: Cluster) -> None:
             assert set(reset) == {q.queue for q in stats}
             assert all(offset == 0 for offset in reset.values())
             await wait_for(lambda: len(got) >= before + COUNT, "the messages consumed again after the reset")
+
+            # To a time between the first and the last store time: mqadmin resetOffsetByTime and
+            # Admin.reset_offsets find the same offsets (the brokers search their queues alike).
+            stored = sorted({m.store_timestamp for m in got})
+            middle = stored[len(stored) // 2]
+            shown_reset = await trio.to_thread.run_sync(
+                lambda: (
+                    cluster.mqadmin("resetOffsetByTime", "-g", group, "-t", topic, "-s", str(middle))
+                    .check()
+                    .output
+                )
+            )
+            theirs_reset = {(b, int(q)): int(o) for b, q, o in _RESET_ROW.findall(shown_reset)}
+            assert len(theirs_reset) == len(stats), shown_reset
+            ours_reset = await admin.reset_offsets(group, topic, middle)
+            assert {(mq.broker_name, mq.queue_id): o for mq, o in ours_reset.items()} == theirs_reset
 
         # The member gone: a reset to now moves every offset to its queue's end.
         reset = await admin.reset_offsets(group, topic, 2**63 - 1)

@@ -11,6 +11,7 @@ from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._distribution import Classpath, resolve_proxy
 from rocketmq_py.testing._jvm_nodes import (
     BROKER_HEAP,
+    JVM_OPTS_ENV,
     NAMESRV_HEAP,
     PROXY_HEAP,
     NodeLauncher,
@@ -120,3 +121,29 @@ def test_a_proxy_needs_a_5x_release_and_a_plain_cluster() -> None:
     assert plain.proxy_addr is None
     with pytest.raises(ClusterError, match="has no Proxy"):
         plain.client_options(proxy=True)
+
+
+def test_every_node_keeps_its_temporary_files_in_its_own_directory(tmp_path: Path, java: str) -> None:
+    """RocketMQ's TLS test mode writes self-signed certificates to ``java.io.tmpdir`` and deletes
+    them only on a clean exit: a killed JVM left them in /tmp (1,292 there after a few CI runs)."""
+    launcher = _launcher(tmp_path)
+    for proc, node in (
+        (launcher.namesrv(19876), "namesrv"),
+        (launcher.broker("broker-a", {"brokerName": "broker-a"}), "broker-a"),
+    ):
+        assert f"-Djava.io.tmpdir={tmp_path / node}" in proc.argv
+
+
+def test_extra_jvm_options_come_from_the_environment(
+    tmp_path: Path, java: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``RMQ_JVM_OPTS`` (make test's C1-only JIT) joins every node's options, after its own and
+    before the class path; unset, nothing joins."""
+    monkeypatch.delenv(JVM_OPTS_ENV, raising=False)
+    plain = _launcher(tmp_path).namesrv(19876).argv
+    monkeypatch.setenv(JVM_OPTS_ENV, " -XX:TieredStopAtLevel=1   -XX:CICompilerCount=1 ")
+    for proc in (_launcher(tmp_path).namesrv(19876), _launcher(tmp_path).broker("broker-a", {})):
+        cp = proc.argv.index("-cp")
+        assert proc.argv[cp - 2 : cp] == ["-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1"]
+        assert proc.argv.index("-XX:+UseG1GC") < cp - 2
+    assert not any(arg.startswith("-XX:Tiered") for arg in plain)

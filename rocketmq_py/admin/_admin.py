@@ -346,7 +346,7 @@ class Admin:
                 connected to it, or did not answer in time).
         """
         addresses = [address for _, address in sorted((await self._group_masters(group, None)).items())]
-        return await _groups.running_info(self._admin, group, client_id, addresses, jstack=jstack)
+        return await self._admin.running_info(group, client_id, addresses, jstack=jstack)
 
     async def group_members(self, group: str) -> GroupMembers:
         """The group's members as its brokers know them, and what they subscribe (``mqadmin

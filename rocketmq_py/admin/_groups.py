@@ -1,5 +1,6 @@
 """The Admin's requests about a consumer group past its stats: GET_CONSUMER_RUNNING_INFO to a member
-through its brokers (``mqadmin consumerStatus -g G -i ID``), which member owns which queue from
+through its brokers (``mqadmin consumerStatus -g G -i ID``; the request itself is
+:meth:`rocketmq_py.cli._admin.Admin.running_info`, shared with ``group inspect``), which member owns which queue from
 those answers (``mqadmin consumerProgress -g G -s true``), and an offline group's offsets reset by
 time, committed queue by queue (``mqadmin resetOffsetByTime``'s fallback)."""
 
@@ -11,45 +12,16 @@ from typing import TYPE_CHECKING
 import trio
 
 from rocketmq_py._client._timestamp import offset_for_timestamp
-from rocketmq_py.errors import ClientError, RocketMQError
+from rocketmq_py.errors import RocketMQError
 from rocketmq_py.protocol import (
-    ConsumerRunningInfo,
-    GetConsumerRunningInfoRequestHeader,
     MessageQueue,
-    RequestCode,
     TopicRouteData,
 )
 
 if TYPE_CHECKING:
     from rocketmq_py.cli._admin import Admin as Calls
 
-__all__ = ["allocation", "commit_by_time", "running_info"]
-
-
-async def running_info(
-    calls: Calls, group: str, client_id: str, addresses: Sequence[str], *, jstack: bool = False
-) -> ConsumerRunningInfo:
-    """The member's running info, through the first of ``addresses`` (the group's masters) that gets
-    an answer: a broker hands the request to the member if it holds the member's connection.
-
-    Raises:
-        RocketMQError: the last broker's refusal or transport failure, when none got an answer
-            (``ClientError`` when ``addresses`` is empty).
-    """
-    header = GetConsumerRunningInfoRequestHeader(
-        consumer_group=group, client_id=client_id, jstack_enable=jstack
-    )
-    last: RocketMQError | None = None
-    for address in addresses:
-        try:
-            reply = await calls.call(address, RequestCode.GET_CONSUMER_RUNNING_INFO, header)
-        except RocketMQError as exc:
-            last = exc
-            continue
-        return ConsumerRunningInfo.decode(reply.body)
-    if last is None:
-        raise ClientError(f"no broker of group {group!r} to ask {client_id!r}")
-    raise last
+__all__ = ["allocation", "commit_by_time"]
 
 
 async def allocation(
@@ -62,7 +34,7 @@ async def allocation(
 
     async def ask(client_id: str) -> None:
         try:
-            info = await running_info(calls, group, client_id, addresses)
+            info = await calls.running_info(group, client_id, addresses)
         except RocketMQError:
             return
         for mq in (*info.mq_table, *info.mq_pop_table):

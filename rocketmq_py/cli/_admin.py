@@ -42,6 +42,7 @@ from rocketmq_py.errors import (
     ClientError,
     MalformedBody,
     RequestCodeNotSupported,
+    RocketMQError,
     RouteNotFound,
     TopicNotExist,
     TransportError,
@@ -59,7 +60,9 @@ from rocketmq_py.lowlevel import (
 )
 from rocketmq_py.protocol import (
     BrokerData,
+    ConsumerRunningInfo,
     CustomHeader,
+    GetConsumerRunningInfoRequestHeader,
     RemotingCommand,
     RequestCode,
     TopicRouteData,
@@ -298,6 +301,32 @@ class Admin:
             return await self._ask_namesrv(lambda addr: self.api.get_route_info(addr, topic))
         except TopicNotExist:
             raise RouteNotFound(topic, self.namesrv_addrs) from None
+
+    async def running_info(
+        self, group: str, client_id: str, addresses: Sequence[str], *, jstack: bool = False
+    ) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO (code 307): the member's running info, through the first of
+        ``addresses`` (the group's masters) that gets an answer; a broker hands the request to the
+        member if it holds the member's connection.
+
+        Raises:
+            RocketMQError: the last broker's (``addresses[-1]``) refusal or transport failure, when
+                none got an answer (``ClientError`` when ``addresses`` is empty).
+        """
+        header = GetConsumerRunningInfoRequestHeader(
+            consumer_group=group, client_id=client_id, jstack_enable=jstack
+        )
+        last: RocketMQError | None = None
+        for address in addresses:
+            try:
+                reply = await self.call(address, RequestCode.GET_CONSUMER_RUNNING_INFO, header)
+            except RocketMQError as exc:
+                last = exc
+                continue
+            return ConsumerRunningInfo.decode(reply.body)
+        if last is None:
+            raise ClientError(f"no broker of group {group!r} to ask {client_id!r}")
+        raise last
 
     async def get_broker_cluster_info(self) -> ClusterInfo:
         """GET_BROKER_CLUSTER_INFO (code 106): every broker and cluster the NameServer knows."""

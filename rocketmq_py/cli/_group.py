@@ -25,12 +25,10 @@ from rocketmq_py.errors import BrokerError, RocketMQError, RouteNotFound, Transp
 from rocketmq_py.lowlevel import MASTER_ID, subscribe_queues
 from rocketmq_py.protocol import (
     ConsumerRunningInfo,
-    GetConsumerRunningInfoRequestHeader,
     MessageQueue,
-    RequestCode,
 )
 
-__all__ = ["collect_group", "consumer_ids", "group_masters", "running_info"]
+__all__ = ["collect_group", "consumer_ids", "group_masters"]
 
 
 async def group_masters(admin: Admin, topic: str | None) -> dict[str, str]:
@@ -77,21 +75,6 @@ async def consumer_ids(admin: Admin, group: str, addresses: list[str]) -> set[st
     return ids
 
 
-async def running_info(
-    admin: Admin, group: str, client_id: str, addresses: list[str]
-) -> ConsumerRunningInfo | str:
-    """The member's running info through the first broker that gets an answer, or why none did."""
-    header = GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id)
-    why = "no broker to ask"
-    for address in addresses:
-        try:
-            reply = await admin.api.call(address, RequestCode.GET_CONSUMER_RUNNING_INFO, header)
-            return ConsumerRunningInfo.decode(reply.body)
-        except RocketMQError as exc:
-            why = f"{address}: {exc}"
-    return why
-
-
 async def collect_group(admin: Admin, group: str, topic: str | None) -> GroupReport:
     """Ask the brokers about ``group`` (see the module docstring) and compare.
 
@@ -106,7 +89,10 @@ async def collect_group(admin: Admin, group: str, topic: str | None) -> GroupRep
     infos: dict[str, ConsumerRunningInfo | str] = {}
 
     async def ask(client_id: str) -> None:
-        infos[client_id] = await running_info(admin, group, client_id, addresses)
+        try:
+            infos[client_id] = await admin.running_info(group, client_id, addresses)
+        except RocketMQError as exc:  # the last broker's answer: say which one it was
+            infos[client_id] = f"{addresses[-1]}: {exc}" if addresses else str(exc)
 
     async with trio.open_nursery() as nursery:
         for client_id in sorted(ids):

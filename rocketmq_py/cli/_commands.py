@@ -158,6 +158,10 @@ async def run_send(command: SendCommand, out: TextIO, err: TextIO) -> int:
         command.group,
         namesrv=";".join(command.common.namesrv),
         send_timeout=command.common.timeout,
+        # Each attempt may take the whole --timeout, as mqadmin sendMessage's: an attempt abandoned
+        # after the producer's default 1 s and tried again stores the message twice when the first
+        # answer was only slow.
+        attempt_timeout=None,
         request_timeout=command.common.timeout,
         namespace=command.common.namespace,
         enable_trace=command.trace,

@@ -234,3 +234,20 @@ async def test_send_failures_are_counted(fake: FakeBroker, capsys: pytest.Captur
         "rocketmq-py: error: 2 send(s) failed; last error: broker answered code 13 (MessageIllegal): "
         "refused for the test",
     ]
+
+
+async def test_a_slow_reply_is_waited_for_not_sent_again(
+    fake: FakeBroker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A broker that answers a send after 1.5 s (a loaded machine, a cold TLS connection) within the
+    command's ``--timeout``: the CLI waits for the answer, as mqadmin ``sendMessage`` does, instead of
+    abandoning the attempt after the producer's default ``attempt_timeout`` (1 s) and storing the
+    message twice (integration/test_cli_security.py saw 5 stored of 4 sent, ci11). Real time: ``main()``
+    runs its own trio loop."""
+    fake.add_topic("S4", queues=2)
+    fake.delay(RequestCode.SEND_MESSAGE_V2, 1.5)
+    assert await run("-n", fake.address, "--timeout", "5", "send", "S4", "--body", "x") == EXIT_OK
+    out, err = capsys.readouterr()
+    assert "sent 1 of 1 message(s) to S4" in out, err
+    assert len(fake.requests(RequestCode.SEND_MESSAGE_V2)) == 1
+    assert len(fake.messages("S4", 0) + fake.messages("S4", 1)) == 1

@@ -38,7 +38,7 @@ from rocketmq_py.protocol import (
     to_ext_fields,
 )
 from rocketmq_py.protocol._versions import release_ordinal
-from rocketmq_py.testing import Cluster, loopback_conf, start_cluster
+from rocketmq_py.testing import Cluster, loopback_conf, start_cluster, worker_python
 from rocketmq_py.testing._report_process import ReportingProcess
 
 if TYPE_CHECKING:
@@ -157,12 +157,13 @@ def spark(spark_extra: None) -> Iterator[SparkSession]:
     Built on first use (about 10 s or more on two cores) and stopped at the end of the run. Without
     the spark extra, a test using it is skipped, or fails in CI (``spark_extra``, ../conftest.py).
     """
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers must import pyarrow and our packages
+    python = worker_python()  # this venv (pyarrow, our packages), importing its compiled pyspark
+    os.environ["PYSPARK_PYTHON"] = python
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName("rocketmq-py-tests")
-    for key, value in loopback_conf().items():  # SPARK_LOCAL_IP and the driver on 127.0.0.1
+    for key, value in loopback_conf(python).items():  # SPARK_LOCAL_IP and the driver on 127.0.0.1
         builder = builder.config(key, value)
     session = (
         builder.config("spark.sql.shuffle.partitions", "4")

@@ -24,7 +24,7 @@ import pytest
 import trio
 
 from integration._spark_remote import expected_partitions, produce, run_job
-from rocketmq_py.testing import Cluster, SparkStandalone
+from rocketmq_py.testing import Cluster, SparkStandalone, worker_python
 from spark_connector._sink import deterministic_uniq_key
 
 FAULT = Path(__file__).with_name("_worker_fault")  # sitecustomize: kills a sink worker mid-task
@@ -36,7 +36,9 @@ WRITE_ROWS = 2000
 
 @pytest.fixture(scope="module")
 def standalone() -> Iterator[SparkStandalone]:
-    with SparkStandalone(workers=2, worker_cores=1, worker_memory="1g") as spark_cluster:
+    with SparkStandalone(
+        workers=2, worker_cores=1, worker_memory="1g", python=worker_python()
+    ) as spark_cluster:
         yield spark_cluster
 
 

@@ -21,7 +21,7 @@ import pytest
 import trio
 
 from integration._spark_remote import expected_partitions, produce, run_job
-from rocketmq_py.testing import Cluster, SparkConnectServer
+from rocketmq_py.testing import Cluster, SparkConnectServer, worker_python
 from spark_connector._sink import deterministic_uniq_key
 
 QUEUES = 8
@@ -30,7 +30,7 @@ PullAll = Callable[..., Any]
 
 @pytest.fixture(scope="module")
 def connect() -> Iterator[SparkConnectServer]:
-    with SparkConnectServer(cores=2, memory="1g") as server:
+    with SparkConnectServer(cores=2, memory="1g", python=worker_python()) as server:
         yield server
 
 

@@ -447,3 +447,17 @@ def test_skip_data_loss(spark: SparkSession, fmt: str, lossy: Lossy) -> None:
     # Every offset still stored, from wherever the minimum was when the queue was read, to the end.
     assert offsets == list(range(offsets[0], lossy.max_offset))
     assert lossy.min_offset <= offsets[0] <= lossy.current_min()
+
+
+def _pyspark_file(_: Any) -> str:
+    import pyspark
+
+    return str(pyspark.__file__)
+
+
+def test_python_workers_import_the_installed_pyspark(spark: SparkSession) -> None:
+    """The run's session gives its workers :func:`rocketmq_py.testing.worker_python`: they import
+    pyspark from the installed package (compiled), not from Spark's zip (compiled at each start,
+    0.9 CPU-s, inside Spark's fixed 10 s for a stream's source runner to connect back)."""
+    [path] = spark.sparkContext.parallelize([0], 1).map(_pyspark_file).collect()
+    assert ".zip" not in path, path

@@ -38,7 +38,7 @@ from rocketmq_py.testing._fake_broker import FakeBroker
 from rocketmq_py.testing._image import build_image
 from rocketmq_py.testing._local import LocalCluster
 from rocketmq_py.testing._processes import cleanup_stale
-from rocketmq_py.testing._spark import SparkConnectServer, SparkStandalone, loopback_conf
+from rocketmq_py.testing._spark import SparkConnectServer, SparkStandalone, loopback_conf, worker_python
 from rocketmq_py.testing._start import choose_backend, start_cluster
 from rocketmq_py.testing._tools import ToolResult, run_java_bench, run_mqadmin
 
@@ -70,4 +70,5 @@ __all__ = [
     "run_mqadmin",
     "start_cluster",
     "topic_route",
+    "worker_python",
 ]

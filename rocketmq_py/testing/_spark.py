@@ -18,6 +18,7 @@ that started them (as the broker JVMs do); their logs are kept in the work direc
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -31,10 +32,11 @@ from types import TracebackType
 from typing import Final
 
 from rocketmq_py.errors import ClusterError
+from rocketmq_py.testing._distribution import cache_dir
 from rocketmq_py.testing._processes import JvmProcess, wait_for_line
 from rocketmq_py.testing._settings import pick_port_block
 
-__all__ = ["SparkConnectServer", "SparkStandalone", "loopback_conf", "spark_home"]
+__all__ = ["SparkConnectServer", "SparkStandalone", "loopback_conf", "spark_home", "worker_python"]
 
 _CONNECT_MAIN: Final = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -49,6 +51,68 @@ def spark_home() -> Path:
     except ImportError as exc:
         raise ClusterError("Spark needs pyspark (pip install rocketmq-py[spark])") from exc
     return Path(pyspark.__file__).parent
+
+
+_WORKER_PYTHON: Final = """#!/bin/sh
+# Written by rocketmq_py.testing.worker_python(): {python} without Spark's own zips on PYTHONPATH.
+set -f
+kept=
+IFS=:
+for entry in $PYTHONPATH; do
+  case "$entry" in
+    {lib}/pyspark.zip|{lib}/py4j-*-src.zip) ;;
+    *) kept="${{kept:+$kept:}}$entry" ;;
+  esac
+done
+unset IFS
+PYTHONPATH=$kept
+export PYTHONPATH
+exec {python} "$@"
+"""
+
+
+def worker_python(python: str | None = None, directory: Path | None = None) -> str:
+    """An interpreter for Spark's Python workers that imports the installed ``pyspark``, not its zip.
+
+    Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` (and py4j's zip) first on every Python
+    worker's ``PYTHONPATH``. A zip holds no compiled files, so each worker compiles pyspark from
+    source as it starts: 0.9 CPU-s here, against 0.26 s from the installed package, and a worker
+    Spark starts on its own (a stream's source runner, ``PythonWorkerFactory.createSimpleWorker``)
+    must connect back within a fixed 10 s, which a loaded two-core machine can miss ("Python worker
+    failed to connect back"). When ``SPARK_HOME`` is the installed package's own directory (the
+    ``pip install pyspark`` layout, :func:`spark_home`), the zip holds the same files: the script
+    written here drops the two zips from ``PYTHONPATH`` and runs ``python`` (default: this one).
+    Elsewhere (a Spark distribution, Windows) it returns ``python`` itself.
+
+    Args:
+        python: the interpreter to run.
+        directory: where to write the script (default: one per interpreter and Spark home in the
+            cache, :func:`rocketmq_py.testing.cache_dir`).
+    """
+    python = python or sys.executable
+    try:
+        import pyspark
+    except ImportError:
+        return python
+    home = spark_home()
+    if os.name != "posix" or home.resolve() != Path(pyspark.__file__).parent.resolve():
+        return python
+    lib = home / "python" / "lib"
+    for part in (str(lib), python):
+        if any(c in part for c in " \t\n'\"$`\\*?[]"):
+            return python  # keep the script's unquoted words plain
+    text = _WORKER_PYTHON.format(python=python, lib=lib)
+    if directory is None:
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        directory = cache_dir() / "spark-worker-python" / digest
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / "python"
+    if not script.exists() or script.read_text() != text:
+        partial = directory / f".python.{os.getpid()}"
+        partial.write_text(text)
+        partial.chmod(0o755)
+        partial.replace(script)  # atomic: a worker never runs half a script
+    return str(script)
 
 
 def loopback_conf(python: str | None = None) -> dict[str, str]:

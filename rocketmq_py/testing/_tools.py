@@ -23,6 +23,7 @@ from rocketmq_py.testing._distribution import (
     resolve_server,
     write_home_conf,
 )
+from rocketmq_py.testing._java_programs import compiled
 from rocketmq_py.testing._processes import popen_tied
 
 __all__ = [
@@ -84,7 +85,15 @@ def _clean(text: str) -> str:
 def _java_command(
     classpath: str, main_class: str, args: Sequence[str], jvm_opts: Sequence[str], home: Path | None
 ) -> tuple[tuple[str, ...], dict[str, str], Path]:
-    """The argv, environment and working directory of a Java tool run in its home (see :func:`run_java`)."""
+    """The argv, environment and working directory of a Java tool run in its home (see :func:`run_java`).
+
+    A ``main_class`` that names a ``.java`` file runs compiled once (:func:`compiled`) where a
+    ``javac`` is at hand.
+    """
+    if main_class.endswith(".java") and Path(main_class).is_file():
+        program = compiled(Path(main_class), classpath)
+        if program is not None:
+            classpath, main_class = program
     home = home or cache_dir() / "tools-home"
     write_home_conf(home)
     env = dict(os.environ, ROCKETMQ_HOME=str(home))

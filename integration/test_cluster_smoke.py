@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 
 from rocketmq_py.protocol._fastjson import parse_fastjson
-from rocketmq_py.testing import Cluster
+from rocketmq_py.testing import Cluster, _settings
 from rocketmq_py.testing._cluster import _request, topic_route
 
 #: A NameServer KV entry (Java ``RequestCode.GET_KV_CONFIG``).
@@ -112,6 +112,21 @@ def test_java_benchmark_producer_sends_and_offsets_advance(
     assert sum(after.values()) == 400
     # The producer spreads messages over both brokers.
     assert {b for (b, _), off in after.items() if off > 0} == {"broker-a", "broker-b"}
+
+
+def test_brokers_run_with_the_kits_settings(cluster: Cluster) -> None:
+    """Every broker took the kit's broker.conf (``_settings.broker_config``), as mqadmin
+    getBrokerConfig reads it back: among them 5.x's timer wheel written back every 30 s, not every
+    second (``TimerMessageStore.TimerFlushService.run`` -> ``TimerWheel.flush``, a quarter of a core
+    on an idle broker)."""
+    for broker in cluster.brokers:
+        out = cluster.mqadmin("getBrokerConfig", "-b", broker.address).check().output
+        conf = dict(re.findall(r"^(\w+)\s*=\s*(\S*)\s*$", out, re.MULTILINE))
+        assert conf["waitTimeMillsInSendQueue"] == "1000", out[-2000:]
+        assert conf["registerNameServerPeriod"] == str(_settings.REGISTER_PERIOD_MS)
+        if not cluster.version.startswith("4."):
+            assert conf["timerFlushIntervalMs"] == str(_settings.TIMER_FLUSH_INTERVAL_MS)
+            assert conf["timerGetMessageThreadNum"] == conf["timerPutMessageThreadNum"] == "1"
 
 
 def test_paused_broker_times_out_and_answers_after_resume(cluster: Cluster) -> None:

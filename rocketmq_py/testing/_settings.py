@@ -17,6 +17,8 @@ __all__ = ["REGISTER_PERIOD_MS", "broker_config", "pick_port_block", "port_range
 #: ``registerNameServerPeriod`` of test brokers (Java: 30 s; brokers clamp it to 10-60 s). A
 #: restarted NameServer knows no broker until each registers again, so this bounds that gap.
 REGISTER_PERIOD_MS = 10_000
+#: ``timerFlushIntervalMs`` of test brokers (Java: 1 s); see ``_BROKER_DEFAULTS``.
+TIMER_FLUSH_INTERVAL_MS = 30_000
 # Shrunken store files: the defaults pre-allocate 1 GiB of commit log and 100 MiB of timer log.
 _BROKER_DEFAULTS: dict[str, str] = {
     "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
@@ -38,6 +40,14 @@ _BROKER_DEFAULTS: dict[str, str] = {
     "transactionTimeOut": "2000",
     "transactionCheckInterval": "3000",
     "registerNameServerPeriod": str(REGISTER_PERIOD_MS),
+    # 5.x's timer store writes its whole wheel (7 days of 1 s slots, 19 MB) back to its file every
+    # timerFlushIntervalMs, comparing it byte by byte (TimerWheel.flush): at Java's 1 s an idle broker
+    # spent a quarter of a core on it (33% of a core in all, 9% with these three). The wheel on disk
+    # only matters to a broker restarted with timer messages pending; three timer threads of each kind
+    # (Java's default) poll where one will do for a test's load.
+    "timerFlushIntervalMs": str(TIMER_FLUSH_INTERVAL_MS),
+    "timerGetMessageThreadNum": "1",
+    "timerPutMessageThreadNum": "1",
 }
 _PORT_RANGE = (12000, 30000)  # below Linux's ephemeral range, so connect() does not take them
 

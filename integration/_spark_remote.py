@@ -45,7 +45,10 @@ def produce(cluster: Cluster, topic: str, start: int, count: int) -> list[str]:
     ids: list[str] = []
 
     async def run() -> None:
-        async with Producer("spark-remote-it", namesrv=cluster.namesrv_addr) as producer:
+        # attempt_timeout=None: a retried attempt may be stored too, and the readers count exactly.
+        async with Producer(
+            "spark-remote-it", namesrv=cluster.namesrv_addr, attempt_timeout=None, send_timeout=30.0
+        ) as producer:
             for i in range(start, start + count, 16):
                 batch = [Message(topic, f"m{n}".encode()) for n in range(i, min(i + 16, start + count))]
                 await producer.send_batch(batch)

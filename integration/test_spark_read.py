@@ -60,7 +60,11 @@ def filled(cluster: Cluster) -> Filled:
     sent: list[Sent] = []
 
     async def produce(phase: int) -> None:
-        async with Producer("spark-read-it", namesrv=cluster.namesrv_addr) as producer:
+        # Each message stored once: an attempt abandoned after the default attempt_timeout (1 s) and
+        # retried may be stored too (CI: body-0 twice, 241 rows of 240 sent).
+        async with Producer(
+            "spark-read-it", namesrv=cluster.namesrv_addr, attempt_timeout=None, send_timeout=30.0
+        ) as producer:
             for i in range(PHASE):
                 n = phase * PHASE + i
                 msg = Message(topic, f"body-{n}".encode(), tags=f"T{n % 3}", keys=[f"k{n}", f"odd{n % 2}"])

@@ -39,7 +39,14 @@ from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._cluster import BrokerInfo, Cluster, broker_names
 from rocketmq_py.testing._distribution import DEFAULT_VERSION
 from rocketmq_py.testing._image import LOCAL_REPOSITORY, engine_problem, image_for
-from rocketmq_py.testing._jvm_nodes import PROXY_BOOT, proxy_config
+from rocketmq_py.testing._jvm_nodes import (
+    BROKER_HEAP,
+    JVM_OPTS_ENV,
+    NAMESRV_HEAP,
+    PROXY_BOOT,
+    PROXY_HEAP,
+    proxy_config,
+)
 from rocketmq_py.testing._local import broker_config, pick_port_block, render_properties
 from rocketmq_py.testing._processes import on_exit, pid_alive
 from rocketmq_py.testing._tools import ToolResult
@@ -47,9 +54,6 @@ from rocketmq_py.testing._tools import ToolResult
 __all__ = ["DockerCluster", "docker_available"]
 
 _STORE = PurePosixPath("/home/rocketmq/store")
-_NAMESRV_JAVA_OPT = "-Xms128m -Xmx256m"
-_BROKER_JAVA_OPT = "-Xms256m -Xmx512m -XX:MaxDirectMemorySize=512m"
-_PROXY_JAVA_OPT = "-Xms128m -Xmx384m -XX:MaxDirectMemorySize=256m"
 _LABEL = "org.rocketmq-py.cluster"
 
 
@@ -67,6 +71,12 @@ def docker_available() -> bool:
             client.close()
     except Exception:
         return False
+
+
+def _java_opt(heap: list[str]) -> str:
+    """A container JVM's ``JAVA_OPT_EXT``: the node's heap, then ``RMQ_JVM_OPTS`` (as the jar backend's
+    nodes get it, after their own options, so it wins)."""
+    return " ".join([*heap, *os.environ.get(JVM_OPTS_ENV, "").split()])
 
 
 def _start_command(conf_path: str, conf: Mapping[str, str], script: str) -> str:
@@ -199,7 +209,7 @@ class DockerCluster(Cluster):
             command = _start_command(
                 "/tmp/namesrv.conf", {"listenPort": str(self._namesrv_port)}, "mqnamesrv"
             )
-            self._namesrv = self._container(command, _NAMESRV_JAVA_OPT)
+            self._namesrv = self._container(command, _java_opt(NAMESRV_HEAP))
             self._namesrv.start()
             self._wait_log(self._namesrv, "The Name Server boot success")
             for name in self._names:
@@ -207,7 +217,7 @@ class DockerCluster(Cluster):
                     name, namesrv=self.namesrv_addr, port=self._ports[name], store=_STORE / name
                 )
                 container = self._container(
-                    _start_command(f"/tmp/{name}.conf", conf, "mqbroker"), _BROKER_JAVA_OPT
+                    _start_command(f"/tmp/{name}.conf", conf, "mqbroker"), _java_opt(BROKER_HEAP)
                 )
                 container.start()
                 self._brokers[name] = container
@@ -217,7 +227,7 @@ class DockerCluster(Cluster):
             if self._with_proxy:
                 proxy_conf = proxy_config(self.cluster_name, self.namesrv_addr, *self._proxy_ports)
                 command = _proxy_command("/tmp/rmq-proxy.json", proxy_conf)
-                self._proxy = self._container(command, _PROXY_JAVA_OPT)
+                self._proxy = self._container(command, _java_opt(PROXY_HEAP))
                 self._proxy.start()
                 self._wait_log(self._proxy, PROXY_BOOT)
         except BaseException:

@@ -247,3 +247,17 @@ def test_orphan_cleanup_passes_over_a_container_removed_while_it_lists() -> None
 
     _remove_orphans(Client())
     assert api.removed == ["orphan"]
+
+
+def test_container_jvms_get_the_kits_options_after_their_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RMQ_JVM_OPTS reaches the containers' JVMs as it reaches the jar backend's (after the node's
+    own options, so it wins): ``make test``'s C1-only JIT and single GC thread for the docker run."""
+    from rocketmq_py.testing._docker import _java_opt
+    from rocketmq_py.testing._jvm_nodes import BROKER_HEAP, JVM_OPTS_ENV
+
+    monkeypatch.setenv(JVM_OPTS_ENV, " -XX:TieredStopAtLevel=1  -XX:CICompilerCount=1 ")
+    assert _java_opt(BROKER_HEAP) == " ".join(
+        [*BROKER_HEAP, "-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1"]
+    )
+    monkeypatch.delenv(JVM_OPTS_ENV)
+    assert _java_opt(BROKER_HEAP) == " ".join(BROKER_HEAP)

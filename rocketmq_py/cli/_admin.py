@@ -427,6 +427,7 @@ async def open_admin(
     timeout: float,  # noqa: ASYNC109
     access_key: str | None = None,
     secret_key: str | None = None,
+    security_token: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
 ) -> AsyncIterator[Admin]:
     """An :class:`Admin` over a fresh connection pool (closed at the end of the block).
@@ -436,11 +437,12 @@ async def open_admin(
         access_key: the ACL access key: every request is signed (with ``secret_key``; both or
             neither, as :class:`rocketmq_py.admin.Admin` takes them).
         secret_key: the ACL secret key.
+        security_token: an ACL STS token, sent with each signed request.
         ssl_context: TLS for every connection.
     """
     hooks: list[RPCHook] = []
     if access_key and secret_key:
-        hooks.append(AclRPCHook(access_key, secret_key))
+        hooks.append(AclRPCHook(access_key, secret_key, security_token))
     async with ConnectionPool(ssl_context=ssl_context, hooks=hooks) as pool:
         yield Admin(RemotingApi(pool, timeout=timeout), namesrv_addrs)
 
@@ -450,7 +452,5 @@ def admin_of(common: Common) -> AbstractAsyncContextManager[Admin]:
     return open_admin(
         list(common.namesrv),
         timeout=common.timeout,
-        access_key=common.access_key,
-        secret_key=common.secret_key,
-        ssl_context=common.ssl_context,
+        **common.connection_options(),
     )

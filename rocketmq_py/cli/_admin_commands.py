@@ -72,9 +72,7 @@ def _admin(common: Common) -> Admin:
     return Admin(
         ";".join(common.namesrv),
         timeout=common.timeout,
-        access_key=common.access_key,
-        secret_key=common.secret_key,
-        ssl_context=common.ssl_context,
+        **common.connection_options(),
     )
 
 

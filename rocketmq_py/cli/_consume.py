@@ -69,9 +69,7 @@ async def run_consume(command: ConsumeCommand, out: TextIO, err: TextIO) -> int:
         request_timeout=command.common.timeout,
         namespace=command.common.namespace,
         enable_trace=command.trace,
-        access_key=command.common.access_key,
-        secret_key=command.common.secret_key,
-        ssl_context=command.common.ssl_context,
+        **command.common.connection_options(),
     )
     consumer.subscribe(command.topic, command.tag)
 

@@ -6,19 +6,22 @@ do not overwrite a value given before it). Defaults that come from the environme
 :func:`common_from_args`, not by argparse, so that ``--help`` (and the generated CLI reference)
 never shows a secret:
 
-====================  ========================  ==================================================
-option                environment               meaning
-====================  ========================  ==================================================
-``-n/--namesrv``      ``ROCKETMQ_NAMESRV``      NameServer addresses, ``;``-separated
-``--access-key``      ``ROCKETMQ_ACCESS_KEY``   ACL 1.0 signing (Java ``AclClientRPCHook``); both
-``--secret-key``      ``ROCKETMQ_SECRET_KEY``   keys or neither
-``--tls``                                       TLS to every NameServer and broker, checked against
-                                                the system's trusted CAs and the host name
-``--tls-ca-file``                               trust this CA bundle instead (implies ``--tls``)
-``--tls-insecure``                              no certificate or host-name check (Java's client
-                                                with ``tls.client.authServer=false``; implies
-                                                ``--tls``)
-====================  ========================  ==================================================
+====================  ============================  ===============================================
+option                environment                   meaning
+====================  ============================  ===============================================
+``-n/--namesrv``      ``ROCKETMQ_NAMESRV``          NameServer addresses, ``;``-separated
+``--access-key``      ``ROCKETMQ_ACCESS_KEY``       ACL 1.0 signing (Java ``AclClientRPCHook``);
+``--secret-key``      ``ROCKETMQ_SECRET_KEY``       both keys or neither
+``--security-token``  ``ROCKETMQ_SECURITY_TOKEN``   an ACL STS token sent with each signed request
+                                                    (Java ``SessionCredentials``); needs the keys
+``--tls``                                           TLS to every NameServer and broker, checked
+                                                    against the system's trusted CAs and the host
+                                                    name
+``--tls-ca-file``                                   trust this CA bundle instead (implies ``--tls``)
+``--tls-insecure``                                  no certificate or host-name check (Java's
+                                                    client with ``tls.client.authServer=false``;
+                                                    implies ``--tls``)
+====================  ============================  ===============================================
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import argparse
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from rocketmq_py.errors import ClientError
 from rocketmq_py.lowlevel import DEFAULT_REQUEST_TIMEOUT, namespace_of_endpoint, parse_namesrv_addrs
@@ -36,6 +40,7 @@ __all__ = [
     "ACCESS_KEY_ENV",
     "NAMESRV_ENV",
     "SECRET_KEY_ENV",
+    "SECURITY_TOKEN_ENV",
     "Common",
     "UsageError",
     "add_common_options",
@@ -50,6 +55,8 @@ NAMESRV_ENV = "ROCKETMQ_NAMESRV"
 ACCESS_KEY_ENV = "ROCKETMQ_ACCESS_KEY"
 #: The environment variable ``--secret-key`` defaults to (so that the secret need not be in argv).
 SECRET_KEY_ENV = "ROCKETMQ_SECRET_KEY"
+#: The environment variable ``--security-token`` defaults to.
+SECURITY_TOKEN_ENV = "ROCKETMQ_SECURITY_TOKEN"
 
 
 class UsageError(Exception):
@@ -71,12 +78,23 @@ class Common:
     #: ACL: requests are signed with this access key and :attr:`secret_key` (both or neither).
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
+    #: ACL: an STS token sent with each signed request (only with both keys).
+    security_token: str | None = field(default=None, repr=False)
     #: TLS for every connection (``None``: plain TCP).
     ssl_context: ssl.SSLContext | None = field(default=None, repr=False)
 
     def wire(self, name: str) -> str:
         """``name`` as the brokers know it (wrapped in :attr:`namespace`)."""
         return wrap_name(self.namespace, name)
+
+    def connection_options(self) -> dict[str, Any]:
+        """The ACL credentials and TLS context as the clients and the Admin take them (keywords)."""
+        return {
+            "access_key": self.access_key,
+            "secret_key": self.secret_key,
+            "security_token": self.security_token,
+            "ssl_context": self.ssl_context,
+        }
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -122,6 +140,12 @@ def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> No
         help=f"the ACL secret key; default: ${SECRET_KEY_ENV} (better than argv, which others may see)",
     )
     parser.add_argument(
+        "--security-token",
+        metavar="TOKEN",
+        default=unset,
+        help=f"an ACL STS token sent with each signed request (with both keys); default: ${SECURITY_TOKEN_ENV}",
+    )
+    parser.add_argument(
         "--tls",
         action="store_true",
         default=flag_unset,
@@ -157,7 +181,8 @@ def common_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Co
     """The :class:`Common` options of parsed ``args``, with the environment's defaults.
 
     Raises:
-        UsageError: no NameServer, a bad namespace, one ACL key without the other, ``--tls-ca-file``
+        UsageError: no NameServer, a bad namespace, one ACL key without the other, a security
+            token without the keys, ``--tls-ca-file``
             with ``--tls-insecure``, or a CA file that cannot be read.
     """
     namesrv_text = args.namesrv if args.namesrv is not None else environ.get(NAMESRV_ENV)
@@ -167,6 +192,12 @@ def common_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Co
         raise UsageError(f"a secret key without an access key: pass --access-key AK or set {ACCESS_KEY_ENV}")
     if access_key is not None and secret_key is None:
         raise UsageError(f"an access key without a secret key: set {SECRET_KEY_ENV} or pass --secret-key SK")
+    security_token = _key(args.security_token, environ.get(SECURITY_TOKEN_ENV))
+    if security_token is not None and access_key is None:
+        raise UsageError(
+            "a security token without ACL keys: it is sent with signed requests only "
+            f"(pass --access-key and --secret-key, or set {ACCESS_KEY_ENV} and {SECRET_KEY_ENV})"
+        )
     use_tls = args.tls or args.tls_ca_file is not None or args.tls_insecure
     return Common(
         namesrv=_namesrv(namesrv_text),
@@ -174,6 +205,7 @@ def common_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Co
         namespace=_namespace(args.namespace, namesrv_text),
         access_key=access_key,
         secret_key=secret_key,
+        security_token=security_token,
         ssl_context=tls_context(ca_file=args.tls_ca_file, insecure=args.tls_insecure) if use_tls else None,
     )
 

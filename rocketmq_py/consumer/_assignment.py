@@ -27,7 +27,7 @@ an orderly queue must start exactly after what this member consumed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import trio
@@ -74,12 +74,26 @@ class Assignment:
 
     # --- rebalance ---------------------------------------------------------------------------------
 
-    async def apply(self, topic: str, allocation: Allocation, *, handoff_start: float | None) -> None:
+    async def apply(
+        self, topic: str, allocation: Allocation, handoff_start: Callable[[int], float | None]
+    ) -> None:
         """Take ``allocation`` of ``topic``: revoke, rebuild and start queues as planned.
 
-        ``handoff_start``: when new queues may read their committed offset (None: at once).
+        Nothing changes when the topic has no queues or the brokers list no member: a route or
+        heartbeat not there yet must not revoke everything. ``handoff_start``: when new queues may
+        read their committed offset (None: at once), given the number of members (asked first).
         """
         settings, runtime = self._settings, self._runtime
+        if not allocation.mq_all or not allocation.cid_all:
+            log.debug(
+                "%s: %s has %d queues, %d consumers: nothing to allocate",
+                settings.group,
+                topic,
+                len(allocation.mq_all),
+                len(allocation.cid_all),
+            )
+            return
+        after = handoff_start(len(allocation.cid_all))
         queues = self._queues
         plan = plan_rebalance(
             topic,
@@ -98,7 +112,7 @@ class Assignment:
         await self.revoke([queues[mq] for mq in plan.revoke], notify=True)
         await self.revoke([queues[mq] for mq in plan.rebuild], notify=False)
         fresh = sort_queues(mq for mq in (*plan.start, *plan.rebuild) if mq not in queues)
-        added = await self._take(topic, fresh, handoff_start=handoff_start)
+        added = await self._take(topic, fresh, handoff_start=after)
         if not (plan.revoke or plan.rebuild or added):
             return
         log.info(

@@ -14,12 +14,13 @@
   :meth:`LitePullConsumer.poll` returned;
 - the **queue watcher** (:mod:`._queue_watch`): queue-change listeners.
 
-The answers to the broker's requests live in :mod:`._lite_info`; what the consumer shares with
-the push consumer (allocation, start offsets, pull answers, offset stores) in :mod:`._member`
-and :mod:`._group_client`. The buffer (:mod:`._lite_buffer`) is a queue of pulled batches in
-arrival order: :meth:`~LitePullConsumer.poll` returns the first batch of a queue that is not
-paused (as Java's ``poll``), :meth:`~LitePullConsumer.getmany` up to ``max_records`` messages by
-queue (as aiokafka's). A seek or a revoke discards that queue's buffered messages.
+The answers to the broker's requests live in :mod:`._lite_info`; pause, seek and commit (public
+methods) in the base class :class:`~rocketmq_py.consumer._lite_positions.LitePositions`; what the
+consumer shares with the push consumer (allocation, start offsets, pull answers, offset stores) in
+:mod:`._member` and :mod:`._group_client`. The buffer (:mod:`._lite_buffer`) is a queue of pulled
+batches in arrival order: :meth:`~LitePullConsumer.poll` returns the first batch of a queue that
+is not paused (as Java's ``poll``), :meth:`~LitePullConsumer.getmany` up to ``max_records``
+messages by queue (as aiokafka's). A seek or a revoke discards that queue's buffered messages.
 """
 
 from __future__ import annotations
@@ -38,13 +39,13 @@ from rocketmq_py.consumer._allocate import AllocateStrategy, sort_queues
 from rocketmq_py.consumer._consume_hooks import report_polled
 from rocketmq_py.consumer._flow import PERSIST_CONSUMER_OFFSET_INTERVAL_MS, REBALANCE_INTERVAL_MS, FlowLimits
 from rocketmq_py.consumer._health import QueueReading, consumer_health
-from rocketmq_py.consumer._lag import queue_ends
 from rocketmq_py.consumer._lite_assign import LiteQueues, assign_expressions
 from rocketmq_py.consumer._lite_buffer import LiteBuffer, LiteQueue
 from rocketmq_py.consumer._lite_info import lite_properties, lite_running_info, reset_lite_offsets
-from rocketmq_py.consumer._lite_offsets import LiteCommits, max_offset, min_offset, timestamp_offset
+from rocketmq_py.consumer._lite_offsets import LiteCommits
 from rocketmq_py.consumer._lite_options import lite_options
 from rocketmq_py.consumer._lite_poll import wait_take
+from rocketmq_py.consumer._lite_positions import LitePositions
 from rocketmq_py.consumer._lite_pull_loop import LitePullParts
 from rocketmq_py.consumer._member import GroupMember
 from rocketmq_py.consumer._queue_watch import (
@@ -78,7 +79,7 @@ POLL_TIMEOUT_MS: Final = 5000
 AUTO_COMMIT_INTERVAL_MS: Final = PERSIST_CONSUMER_OFFSET_INTERVAL_MS
 
 
-class LitePullConsumer(GroupMember):
+class LitePullConsumer(GroupMember, LitePositions):
     """Pulls topics on demand: ``poll`` / ``getmany`` / ``async for`` (Java ``DefaultLitePullConsumer``).
 
     Args:
@@ -354,65 +355,7 @@ class LitePullConsumer(GroupMember):
                 await self._buffer.wait_arrival()
         return self._pending.popleft()
 
-    # --- pause, seek, commit -----------------------------------------------------------------
-
-    def pause(self, queues: Iterable[MessageQueue]) -> None:
-        """Stop pulling ``queues`` and keep their buffered messages from poll until resumed."""
-        self._buffer.pause(self._wire_queue(mq) for mq in queues)
-
-    def resume(self, queues: Iterable[MessageQueue]) -> None:
-        """Undo :meth:`pause`."""
-        self._buffer.resume(self._wire_queue(mq) for mq in queues)
-
-    def paused(self) -> frozenset[MessageQueue]:
-        """The queues paused now."""
-        return frozenset(self._user_queues(self._buffer.paused()))
-
-    def seek(self, mq: MessageQueue, offset: int) -> None:
-        """Pull ``mq`` from ``offset`` next; its buffered messages are discarded.
-
-        The consumed offset moves to ``offset`` too, so the next commit stores it. An offset
-        outside the queue is corrected by the broker to the nearest end (OFFSET_ILLEGAL).
-
-        Raises:
-            StateError: the consumer is not running.
-            ClientError: ``mq`` is not assigned to this consumer.
-            InvalidOption: ``offset`` < 0 (a :class:`~rocketmq_py.errors.ClientError`).
-        """
-        self._lite_queues().seek(self._wire_queue(mq), offset)
-
-    async def seek_to_beginning(self, mq: MessageQueue) -> None:
-        """Seek to the queue's smallest offset (GET_MIN_OFFSET); aiokafka's name.
-
-        Raises:
-            StateError: the consumer is not running.
-            ClientError: ``mq`` is not assigned to this consumer.
-        """
-        self._running()
-        self.seek(mq, await min_offset(self._client_instance, self._wire_queue(mq)))
-
-    async def seek_to_begin(self, mq: MessageQueue) -> None:
-        """Deprecated: :meth:`seek_to_beginning`, the same seek under aiokafka's name."""
-        warn_deprecated("LitePullConsumer.seek_to_begin is deprecated; use seek_to_beginning")
-        await self.seek_to_beginning(mq)
-
-    async def seek_to_end(self, mq: MessageQueue) -> None:
-        """Seek past the queue's last message (GET_MAX_OFFSET): only new messages follow."""
-        self._running()
-        self.seek(mq, await max_offset(self._client_instance, self._wire_queue(mq)))
-
-    async def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> None:
-        """Seek to the first message stored at or after ``timestamp_ms`` (SEARCH_OFFSET_BY_TIMESTAMP)."""
-        self._running()
-        self.seek(mq, await self.offset_for_timestamp(mq, timestamp_ms))
-
-    async def offset_for_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        """The offset of the first message of ``mq`` stored at or after ``timestamp_ms``; the max offset if none.
-
-        The same answer from every broker release (an older broker's is corrected by reading the
-        stored timestamps near it).
-        """
-        return await timestamp_offset(self._client_instance, self._wire_queue(mq), timestamp_ms, self.group)
+    # --- queues and readings -----------------------------------------------------------------
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The readable queues of ``topic`` from its route, sorted (for :meth:`assign`)."""
@@ -439,50 +382,6 @@ class LitePullConsumer(GroupMember):
 
     def _consumed_offsets(self) -> dict[MessageQueue, int]:
         return {mq: self._queues[mq].consumed for mq in sort_queues(self._queues)}
-
-    async def end_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
-        """Each queue's offset after its last message (GET_MAX_OFFSET), assigned or not; aiokafka's name.
-
-        Raises:
-            StateError: the consumer is not started.
-            RocketMQError: a queue's broker could not be asked (the first such error).
-        """
-        return await self._queue_ends(queues, end=True)
-
-    async def beginning_offsets(self, queues: Iterable[MessageQueue]) -> dict[MessageQueue, int]:
-        """Each queue's first offset still stored (GET_MIN_OFFSET), assigned or not; aiokafka's name.
-
-        Raises:
-            StateError: the consumer is not started.
-            RocketMQError: a queue's broker could not be asked (the first such error).
-        """
-        return await self._queue_ends(queues, end=False)
-
-    async def _queue_ends(self, queues: Iterable[MessageQueue], *, end: bool) -> dict[MessageQueue, int]:
-        named = {self._wire_queue(mq): mq for mq in queues}
-        found = await queue_ends(self._client_instance, named, end=end)
-        return {named[mq]: found[mq] for mq in named}
-
-    async def committed(self, mq: MessageQueue) -> int:
-        """The group's committed offset of ``mq`` as stored (broker, or local file); -1 if none."""
-        return await self._commits().committed(self._wire_queue(mq))
-
-    async def commit(self, offsets: Mapping[MessageQueue, int] | None = None) -> None:
-        """Commit now, synchronously.
-
-        Args:
-            offsets: queue -> offset of the next message to consume; default the consumed
-                offset (the one after the last message returned by poll) of every assigned
-                queue that poll returned messages from or a seek moved (as Java's ``commitSync``).
-
-        Raises:
-            RocketMQError: a broker did not accept an offset (or the local file failed).
-        """
-        self._running()
-        if offsets is None:
-            await self._commits().commit_all(quiet=False)
-        else:
-            await self._commits().commit_offsets((self._wire_queue(mq), o) for mq, o in offsets.items())
 
     # --- parts (built at each use, from the consumer's settings as they are then) ---------------
 
@@ -539,9 +438,6 @@ class LitePullConsumer(GroupMember):
         )
         return lite_running_info(properties, self._queues, self._offset_store, self._subscriptions.values())
 
-    async def _reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+    async def _reset_wire_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET: seek and commit (:func:`~._lite_info.reset_lite_offsets`)."""
-        if self.namespace is not None:  # the broker's names stay as they are (wrapping is idempotent)
-            topic = wrap_name(self.namespace, topic)
-            offsets = {self._wire_queue(mq): offset for mq, offset in offsets.items()}
         await reset_lite_offsets(self.group, self._queues, self.seek, self._offset_store, topic, offsets)

@@ -3,6 +3,8 @@
 :class:`GroupMember` is the base of both: settings, subscriptions, the client instance and offset
 store they run on, the lifecycle and the rebalance loop. A subclass says what its services are
 (``_open``, ``_start``, ``_leave``) and how it takes a topic's allocation (``_rebalance_topic``).
+The deprecated public names both have (``instance``, ``offsets``, ``running_info``, ...) are in
+its base :class:`~rocketmq_py.consumer._member_deprecated.DeprecatedMemberNames`.
 
 Lifecycle of ``async with consumer``::
 
@@ -36,7 +38,6 @@ import trio
 
 from rocketmq_py._client._config import ClientConfig
 from rocketmq_py._client._instance import ClientInstance
-from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py._transport._nursery import open_service_nursery
 from rocketmq_py.consumer._allocate import AllocateStrategy, get_strategy
 from rocketmq_py.consumer._broker_requests import CommandCallbacks, install_command_handlers
@@ -50,6 +51,7 @@ from rocketmq_py.consumer._group_client import (
     refresh_quietly,
 )
 from rocketmq_py.consumer._lag import QueueLag, queue_lags
+from rocketmq_py.consumer._member_deprecated import DeprecatedMemberNames
 from rocketmq_py.consumer._offset_store_api import OffsetStore
 from rocketmq_py.consumer._rebalance_rounds import RebalanceRounds
 from rocketmq_py.consumer._route_gain import RouteGainWatch
@@ -85,7 +87,7 @@ __all__ = ["GroupMember"]
 log = logging.getLogger("rocketmq_py.consumer")
 
 
-class GroupMember:
+class GroupMember(DeprecatedMemberNames):
     """A member of a consumer group: the part push and lite pull consumers have in common.
 
     Args:
@@ -223,37 +225,6 @@ class GroupMember:
         if self._offsets is None:
             raise StateError("the consumer is not started")
         return self._offsets
-
-    @property
-    def instance(self) -> Any:
-        """Deprecated: the client instance is internal (its type is not part of the API).
-
-        Use :attr:`client_id` for how the brokers know this member.
-
-        Raises:
-            StateError: the consumer is not started.
-        """
-        warn_deprecated(
-            f"{type(self).__name__}.instance is deprecated: the client instance is internal "
-            f"(use {type(self).__name__}.client_id for the client id)"
-        )
-        return self._client_instance
-
-    @property
-    def offsets(self) -> Any:
-        """Deprecated: the offset store is internal (its type is not part of the API).
-
-        Committed offsets: ``statistics()`` (``committed_offset``) of a push consumer,
-        ``committed()`` of a lite pull consumer.
-
-        Raises:
-            StateError: the consumer is not started.
-        """
-        warn_deprecated(
-            f"{type(self).__name__}.offsets is deprecated: the offset store is internal (committed "
-            "offsets: PushConsumer.statistics(), LitePullConsumer.committed())"
-        )
-        return self._offset_store
 
     def _wire_queue(self, mq: MessageQueue) -> MessageQueue:
         """A queue the user named, as the brokers know it (wrapped in the namespace)."""
@@ -448,26 +419,14 @@ class GroupMember:
 
     async def _reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET: move the owned queues of ``topic`` named in ``offsets``."""
+        if self.namespace is not None:  # the broker's names stay as they are (wrapping is idempotent)
+            topic = wrap_name(self.namespace, topic)
+            offsets = {self._wire_queue(mq): offset for mq, offset in offsets.items()}
+        await self._reset_wire_offsets(topic, offsets)
+
+    async def _reset_wire_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """:meth:`_reset_offsets`, the topic and queues named as the brokers know them."""
         raise NotImplementedError
-
-    def running_info(self) -> ConsumerRunningInfo:
-        """Deprecated: what GET_CONSUMER_RUNNING_INFO answers (the broker's request calls it).
-
-        ``mqadmin consumerStatus`` and ``rocketmq-py group inspect`` ask for it; in a program,
-        ``assignment()`` shows the queues.
-        """
-        warn_deprecated(_handler_message(type(self).__name__, "running_info", "GET_CONSUMER_RUNNING_INFO"))
-        return self._running_info()
-
-    async def reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
-        """Deprecated: answers RESET_CONSUMER_CLIENT_OFFSET (the broker's request calls it).
-
-        ``mqadmin resetOffsetByTime`` sends the request to every member of the group.
-        """
-        warn_deprecated(
-            _handler_message(type(self).__name__, "reset_offsets", "RESET_CONSUMER_CLIENT_OFFSET")
-        )
-        await self._reset_offsets(topic, offsets)
 
     async def _consume_directly(
         self, msg: MessageExt, broker_name: str | None
@@ -479,16 +438,6 @@ class GroupMember:
     def _rebalances(self) -> bool:
         """Whether rounds allocate queues (a lite consumer given its queues does not)."""
         return True
-
-    async def rebalance(self) -> None:
-        """Deprecated: rebalance every subscribed topic now (the rebalance loop does, on its own and
-        at once when a broker says the group's members changed)."""
-        warn_deprecated(
-            f"{type(self).__name__}.rebalance() is deprecated and will be removed: the consumer "
-            "rebalances on its own (every rebalance_interval seconds, and at once when the group's "
-            "members change)"
-        )
-        await self._rebalance()
 
     async def _rebalance(self) -> None:
         """Rebalance every subscribed topic now (errors are logged; another round follows in 1 s)."""
@@ -526,11 +475,3 @@ class GroupMember:
             "clientIP": self.config.client_ip or "",
             "unitMode": "false",
         }
-
-
-def _handler_message(cls: str, name: str, request: str) -> str:
-    """The warning of the deprecated public name of a broker-request entry point (``name``: its method)."""
-    return (
-        f"{cls}.{name}() is deprecated and will be removed: only the broker's {request} request "
-        f"calls it (privately, as {cls}._{name})"
-    )

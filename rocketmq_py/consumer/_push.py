@@ -46,8 +46,6 @@ consumers rebalance on the client whatever ``client_rebalance`` says (logged onc
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import fields
@@ -76,7 +74,6 @@ from rocketmq_py.consumer._flow import (
     FlowLimits,
 )
 from rocketmq_py.consumer._gauges import TopicGauges
-from rocketmq_py.consumer._group_client import process_queue_info
 from rocketmq_py.consumer._inner_producer import inner_producer
 from rocketmq_py.consumer._listener import (
     ConsumeOrderlyStatus,
@@ -85,10 +82,12 @@ from rocketmq_py.consumer._listener import (
     RebalanceListener,
     consume_directly,
 )
-from rocketmq_py.consumer._member import GroupMember, _handler_message
+from rocketmq_py.consumer._member import GroupMember
+from rocketmq_py.consumer._member_deprecated import handler_message
 from rocketmq_py.consumer._orderly import OrderlyService
 from rocketmq_py.consumer._pop import PopService
 from rocketmq_py.consumer._pop_rules import POP_BATCH_NUMS, POP_INVISIBLE_TIME_MS
+from rocketmq_py.consumer._push_info import push_running_info, reset_push_offsets
 from rocketmq_py.consumer._push_pop import PopStep, pops_topics
 from rocketmq_py.consumer._push_readings import gauge_reader, push_health, user_statistics
 from rocketmq_py.consumer._push_settings import PushSettings, check_pop_options
@@ -99,7 +98,6 @@ from rocketmq_py.consumer._statistics import (
     PopQueueStatistics,
     QueueStatistics,
     queue_statistics,
-    rate_table,
 )
 from rocketmq_py.errors import ClientError
 from rocketmq_py.hooks import Hook, hook_list
@@ -115,7 +113,6 @@ from rocketmq_py.protocol import (
     MessageQueue,
     is_retry_topic,
     retry_topic,
-    wrap_name,
 )
 
 __all__ = [
@@ -128,8 +125,6 @@ __all__ = [
     "QueueStatistics",
     "RebalanceListener",
 ]
-
-log = logging.getLogger("rocketmq_py.consumer")
 
 
 class PushConsumer(GroupMember):
@@ -401,8 +396,8 @@ class PushConsumer(GroupMember):
             counters=self._counters,
             subscriptions=self._subscriptions,
             filters=self._filters,
-            request_rebalance=self._rebalance_soon,
-            retry_rebalance=self._retry_rebalance,
+            request_rebalance=self._rounds.request,
+            retry_rebalance=self._rounds.retry_soon,
             renew_subscription=self._renew_subscription,
         )
         self._queues.limits = self.flow_limits
@@ -417,12 +412,6 @@ class PushConsumer(GroupMember):
         self._pop = PopService(settings, runtime) if self._pops else None
         if self._pop is not None:
             await nursery.start(self._pop.run)
-
-    def _rebalance_soon(self) -> None:
-        self._rounds.request()
-
-    def _retry_rebalance(self) -> None:
-        self._rounds.retry_soon()
 
     async def _leave(self) -> None:
         if self._pop is not None:
@@ -444,19 +433,8 @@ class PushConsumer(GroupMember):
         if self._pop is not None and not is_retry_topic(topic) and not await self._pop_step().run(topic):
             return
         allocation = await self._allocate(topic)
-        if allocation is None:
-            return
-        if not allocation.mq_all or not allocation.cid_all:
-            log.debug(
-                "%s: %s has %d queues, %d consumers: nothing to allocate",
-                self.group,
-                topic,
-                len(allocation.mq_all),
-                len(allocation.cid_all),
-            )
-            return
-        handoff_start = self._rounds.handoff_start(len(allocation.cid_all))
-        await self._assignment.apply(topic, allocation, handoff_start=handoff_start)
+        if allocation is not None:
+            await self._assignment.apply(topic, allocation, self._rounds.handoff_start)
 
     def _pop_step(self) -> PopStep:
         """The POP step of a round (a member that pops, while started)."""
@@ -481,37 +459,21 @@ class PushConsumer(GroupMember):
         return {**self._member_properties(), **self._settings().properties()}
 
     def _running_info(self) -> ConsumerRunningInfo:
-        """What GET_CONSUMER_RUNNING_INFO answers (``mqadmin consumerStatus`` / ``consumerProgress``)."""
-        now = trio.current_time()
-        wall_ms = time.time() * 1000
-        mq_table = {
-            mq: process_queue_info(state.pq, self._offset_store.get(mq), now=now, wall_ms=wall_ms)
-            for mq, state in self._queues.items()
-        }
-        return ConsumerRunningInfo(
-            properties=self._properties(),
-            subscription_set=tuple(self._subscriptions.values()),
-            mq_table=mq_table,
-            status_table=rate_table(self._counters, self._subscriptions, now - self._started_at),
-            mq_pop_table=self._pop.running_info(now=now, wall_ms=wall_ms) if self._pop is not None else {},
+        """What GET_CONSUMER_RUNNING_INFO answers (:func:`~._push_info.push_running_info`)."""
+        # Read while the answer is built, after the clock (an unstarted consumer raises from them).
+        return push_running_info(
+            self._queues,
+            lambda mq: self._offset_store.get(mq),
+            self._properties,
+            self._subscriptions,
+            self._counters,
+            self._started_at,
+            self._pop,
         )
 
-    async def _reset_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
-        """Restart the owned queues of ``topic`` named in ``offsets`` from those offsets.
-
-        Java ``resetOffset`` (RESET_CONSUMER_CLIENT_OFFSET, e.g. ``mqadmin resetOffsetByTime``):
-        their pulls stop and their caches are dropped (results of listener calls still running
-        are not committed), the new offsets are written to the offset store and committed
-        synchronously to the broker (or the local file), locks are released, and a rebalance
-        starts the queues again from the new offsets. Queues we do not own are left alone (their
-        owners get the same request).
-        """
-        if self.namespace is not None:  # the broker's names stay as they are (wrapping is idempotent)
-            topic = wrap_name(self.namespace, topic)
-            offsets = {self._wire_queue(mq): offset for mq, offset in offsets.items()}
-        # Not started: no queue is owned, none is reset (as the broker's request to a closed member).
-        reset = [] if self._assignment is None else await self._assignment.reset(topic, offsets)
-        log.info("%s: offsets of %d queues of %s reset: %s", self.group, len(reset), topic, offsets)
+    async def _reset_wire_offsets(self, topic: str, offsets: Mapping[MessageQueue, int]) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (:func:`~._push_info.reset_push_offsets`), then a rebalance."""
+        await reset_push_offsets(self.group, self._assignment, topic, offsets)
         self._rounds.request()
 
     async def consume_directly(
@@ -519,7 +481,7 @@ class PushConsumer(GroupMember):
     ) -> ConsumeMessageDirectlyResult:
         """Deprecated: CONSUME_MESSAGE_DIRECTLY calls the listener once with ``[msg]`` (the broker's
         request calls it: ``mqadmin queryMsgById -d``)."""
-        warn_deprecated(_handler_message("PushConsumer", "consume_directly", "CONSUME_MESSAGE_DIRECTLY"))
+        warn_deprecated(handler_message("PushConsumer", "consume_directly", "CONSUME_MESSAGE_DIRECTLY"))
         return await self._consume_directly(msg, broker_name)
 
     async def _consume_directly(

@@ -73,7 +73,7 @@ if TYPE_CHECKING:
         select_by_sharding_key,
     )
     from rocketmq_py.producer._send_many import SendCounts, send_many
-    from rocketmq_py.producer._send_path import ProducerStatistics
+    from rocketmq_py.producer._statistics import ProducerStatistics
     from rocketmq_py.producer._transaction import (
         CheckTransaction,
         ExecuteLocalTransaction,
@@ -136,7 +136,7 @@ _LAZY = {
     "QueueHealth": "rocketmq_py._health",
     # producing
     "Producer": "rocketmq_py.producer._producer",
-    "ProducerStatistics": "rocketmq_py.producer._send_path",
+    "ProducerStatistics": "rocketmq_py.producer._statistics",
     "SendResult": "rocketmq_py.producer._types",
     "SendStatus": "rocketmq_py.producer._types",
     "FaultConfig": "rocketmq_py.producer._fault",

@@ -49,7 +49,7 @@ from rocketmq_py.producer._fault import FaultConfig
 from rocketmq_py.producer._producer import DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_RETRY_TIMES, DEFAULT_SEND_TIMEOUT
 from rocketmq_py.producer._producer import Producer as TrioProducer
 from rocketmq_py.producer._selectors import SelectQueue
-from rocketmq_py.producer._send_path import ProducerStatistics
+from rocketmq_py.producer._statistics import ProducerStatistics
 from rocketmq_py.producer._transaction import CheckTransaction, ExecuteLocalTransaction, TransactionSendResult
 from rocketmq_py.producer._transaction import TransactionProducer as TrioTransactionProducer
 from rocketmq_py.producer._types import SendResult

@@ -11,7 +11,8 @@ strategy (avoiding the broker of the previous attempt), send, and record the att
 outcome in the fault table. Transport errors and retriable broker codes retry; anything else is
 raised at once. Sends with a queue selector (ordered messages) or to an explicit queue make one
 attempt, as in Java, so a retry never reorders a sharding key. The per-message part (attempts,
-frames, results) is the base class :class:`~rocketmq_py.producer._send_path.SendPath`.
+frames, results, oneway writes) is the base class :class:`~rocketmq_py.producer._send_path.SendPath`;
+the counters ``statistics()`` snapshots are in :mod:`._statistics`.
 """
 
 from __future__ import annotations
@@ -29,11 +30,7 @@ from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
 from rocketmq_py._deprecation import warn_deprecated
 from rocketmq_py._health import Health, client_health, not_running
 from rocketmq_py._tracing._trace_hook import TraceHook, new_trace_hook
-from rocketmq_py.errors import (
-    InvalidOption,
-    RequestTimeout,
-    StateError,
-)
+from rocketmq_py.errors import InvalidOption, StateError
 from rocketmq_py.hooks import ClientEvent, Hook, call_hooks, hook_list
 from rocketmq_py.producer._fault import FaultConfig, QueueSelector
 from rocketmq_py.producer._message_prep import (
@@ -47,8 +44,8 @@ from rocketmq_py.producer._recall import recall_message
 from rocketmq_py.producer._request import send_request
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader
-from rocketmq_py.producer._send_hooks import oneway_with_hooks, send_context
-from rocketmq_py.producer._send_path import ProducerCounters, ProducerStatistics, SendPath
+from rocketmq_py.producer._send_path import SendPath
+from rocketmq_py.producer._statistics import ProducerCounters, ProducerStatistics
 from rocketmq_py.producer._types import SendResult
 from rocketmq_py.producer._validation import (
     DEFAULT_PRODUCER_GROUP,
@@ -63,7 +60,6 @@ from rocketmq_py.protocol import (
     MessageExt,
     MessageQueue,
     UniqKeyGenerator,
-    is_reply,
     wrap_name,
 )
 from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
@@ -429,36 +425,7 @@ class Producer(SendPath):
         validate_message(message, self.max_message_size, reserved=reserved_for(self._reserved, message))
         if self.namespace is not None:
             message, queue = wire_message(self.namespace, message), wire_queue(self.namespace, queue)
-        with trio.move_on_after(self.send_timeout):
-            info = await self._client_instance.routes.publish_info(message.topic)
-            mq = queue or self._selector.select(info, None, self._fault)
-            if self._hooks:
-                await self._send_oneway_hooked(message, mq)
-            else:
-                address, fields, body = await self._prepare(message, mq, batch=False)
-                await self._client_instance.api.send_message_oneway(
-                    address, fields, body, reply=is_reply(message)
-                )
-            self._stats.sent += 1
-            return
-        # Our error, not trio.TooSlowError (which is outside the error tree).
-        raise RequestTimeout(
-            f"sending to {message.topic} (oneway) did not finish within {self.send_timeout:g} s"
-        )
-
-    async def _send_oneway_hooked(self, message: Message, mq: MessageQueue) -> None:
-        self._ensure_uniq_key(message)
-        ctx = send_context(
-            self._client_instance, self.group, self.namespace, message, mq, batch=False, oneway=True
-        )
-
-        async def write() -> None:
-            address, fields, body = await self._prepare(message, mq, batch=False)
-            await self._client_instance.api.send_message_oneway(
-                address, fields, body, reply=is_reply(message)
-            )
-
-        await oneway_with_hooks(self._hooks, ctx, write)
+        await self._send_oneway(message, queue)
 
     async def send_batch(
         self,
@@ -516,5 +483,3 @@ class Producer(SendPath):
             recall_handle,
             timeout=self.send_timeout if timeout is None else timeout,
         )
-
-    # --- the send loop -------------------------------------------------------------------------------

@@ -5,7 +5,9 @@ message, kept apart from the public methods and the lifecycle. A send is Java's
 ``sendDefaultImpl``: inside the send's deadline, up to ``1 + retry_times`` attempts pick a queue
 with the latency fault strategy (avoiding the broker of the previous attempt), send, and record
 the attempt's latency and outcome in the fault table; transport errors and retriable broker codes
-retry, anything else is raised at once.
+retry, anything else is raised at once. A oneway send (:meth:`SendPath._send_oneway`) writes once
+(to the queue given, else to one the fault strategy picks) within ``send_timeout``, and waits for
+no answer.
 
 The common attempt (a known master with a live connection, no RPC hooks) is the hot path: the
 SEND_MESSAGE_V2 frame comes straight from the header cache (:class:`SendHeader`), the request's
@@ -19,10 +21,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from functools import partial
-from types import MappingProxyType
 from typing import Any, Final
 
 import trio
@@ -40,10 +40,11 @@ from rocketmq_py.errors import (
 )
 from rocketmq_py.hooks import Hook
 from rocketmq_py.producer._attempts import FailedAttempt, attempt_timeout, describe_attempts
-from rocketmq_py.producer._fault import FaultItem, LatencyFaultTolerance, QueueSelector
+from rocketmq_py.producer._fault import LatencyFaultTolerance, QueueSelector
 from rocketmq_py.producer._selectors import SelectQueue
 from rocketmq_py.producer._send_header import SendHeader, SendParts
-from rocketmq_py.producer._send_hooks import send_context, send_with_hooks
+from rocketmq_py.producer._send_hooks import oneway_with_hooks, send_context, send_with_hooks
+from rocketmq_py.producer._statistics import ProducerCounters
 from rocketmq_py.producer._types import SendResult, SendStatus
 from rocketmq_py.protocol import (
     CompressionType,
@@ -59,7 +60,7 @@ from rocketmq_py.protocol import (
 )
 from rocketmq_py.protocol._frozen import slot_builder
 
-__all__ = ["ROUTE_RECHECK_INTERVAL", "ProducerCounters", "ProducerStatistics", "SendPath"]
+__all__ = ["ROUTE_RECHECK_INTERVAL", "SendPath"]
 
 log = logging.getLogger("rocketmq_py.producer")
 
@@ -74,59 +75,11 @@ _CUT_GRACE = 0.005
 _SLOW_PATH_KEYS: Final = DELIVERY_TIME_KEYS | {PropertyKey.MESSAGE_TYPE}
 
 send_result: Final = slot_builder(SendResult)
-_NO_FAULTS: Final[Mapping[str, FaultItem]] = MappingProxyType({})
 _STATUS_BY_CODE: Final = {status.value: status for status in SendStatus}
 
 
 class _DeadlinePassed(Exception):
     """Internal: the send's deadline passed (turned into RequestTimeout by ``_send``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ProducerStatistics:
-    """A snapshot of one producer's counters and fault table (see :meth:`Producer.statistics`).
-
-    Built at each call: it does not change as the producer sends more.
-
-    Attributes:
-        sent: sends that succeeded (a batch counts once; oneway sends once written).
-        failed: sends that raised, after their retries.
-        attempts: attempts made by sends (first tries and retries).
-        retries: attempts after the first of their send.
-        fault: the latency fault table when the snapshot was taken, broker name ->
-            :class:`FaultItem` (read-only; empty with fault tolerance off).
-    """
-
-    # Defaults and field order as when this was the live object, so that code building one still works.
-    sent: int = 0
-    failed: int = 0
-    attempts: int = 0
-    retries: int = 0
-    fault: Mapping[str, FaultItem] = field(default_factory=lambda: _NO_FAULTS)
-
-    def __post_init__(self) -> None:
-        if type(self.fault) is not MappingProxyType:  # a read-only copy of a table given as a dict
-            object.__setattr__(self, "fault", MappingProxyType(dict(self.fault)))
-
-
-@dataclass(slots=True)
-class ProducerCounters:
-    """The producer's own, live counters (:class:`ProducerStatistics` is their snapshot)."""
-
-    sent: int = 0
-    failed: int = 0
-    attempts: int = 0
-    retries: int = 0
-
-    def snapshot(self, fault: LatencyFaultTolerance | None) -> ProducerStatistics:
-        """The counters now, with a read-only copy of ``fault``'s table."""
-        return ProducerStatistics(
-            sent=self.sent,
-            failed=self.failed,
-            attempts=self.attempts,
-            retries=self.retries,
-            fault=_NO_FAULTS if fault is None else MappingProxyType(fault.snapshot()),
-        )
 
 
 class SendPath:
@@ -362,6 +315,39 @@ class SendPath:
         return await send_with_hooks(
             hooks, ctx, partial(self._send_to, message, mq, batch=batch, timeout=timeout)
         )
+
+    async def _send_oneway(self, message: Message, queue: MessageQueue | None) -> None:
+        """A oneway send of a checked message (wire names): no result, no retry, one ``send_timeout``."""
+        with trio.move_on_after(self.send_timeout):
+            info = await self._client_instance.routes.publish_info(message.topic)
+            mq = queue or self._selector.select(info, None, self._fault)
+            if self._hooks:
+                await self._send_oneway_hooked(message, mq)
+            else:
+                address, fields, body = await self._prepare(message, mq, batch=False)
+                await self._client_instance.api.send_message_oneway(
+                    address, fields, body, reply=is_reply(message)
+                )
+            self._stats.sent += 1
+            return
+        # Our error, not trio.TooSlowError (which is outside the error tree).
+        raise RequestTimeout(
+            f"sending to {message.topic} (oneway) did not finish within {self.send_timeout:g} s"
+        )
+
+    async def _send_oneway_hooked(self, message: Message, mq: MessageQueue) -> None:
+        self._ensure_uniq_key(message)
+        ctx = send_context(
+            self._client_instance, self.group, self.namespace, message, mq, batch=False, oneway=True
+        )
+
+        async def write() -> None:
+            address, fields, body = await self._prepare(message, mq, batch=False)
+            await self._client_instance.api.send_message_oneway(
+                address, fields, body, reply=is_reply(message)
+            )
+
+        await oneway_with_hooks(self._hooks, ctx, write)
 
     async def _send_to(
         self,

@@ -39,12 +39,11 @@ import trio
 from integration._java_consumer import start_java_consumer
 from rocketmq_py import Message, MessageExt, Producer, PushConsumer
 from rocketmq_py.cli import EXIT_INTERRUPTED, EXIT_OK, main
-from rocketmq_py.cli._admin import open_admin
 from rocketmq_py.cli._group import collect_group
 from rocketmq_py.cli._inspect import GroupReport
 from rocketmq_py.consumer._broker_requests import CommandCallbacks, command_handlers
 from rocketmq_py.errors import ClusterError
-from rocketmq_py.lowlevel import ConnectionPool, RemotingApi
+from rocketmq_py.lowlevel import ConnectionPool, RemotingApi, open_admin_calls
 from rocketmq_py.protocol import (
     MessageQueue,
     RemotingCommand,
@@ -132,7 +131,7 @@ async def wait_report(cluster: Cluster, group: str, topic: str, done: Callable[[
     info reflects the rebalance the test waited for."""
     with trio.fail_after(60):
         while True:
-            async with open_admin([cluster.namesrv_addr], timeout=5) as admin:
+            async with open_admin_calls([cluster.namesrv_addr], timeout=5) as admin:
                 if done(await collect_group(admin, group, topic)):
                     return
             await trio.sleep(0.5)
@@ -505,7 +504,7 @@ async def test_group_inspect_reads_a_java_member(
             with trio.fail_after(60):
                 while report is None or not report.healthy or len(report.consumer_ids) != 2:
                     await trio.sleep(1)
-                    async with open_admin([cluster.namesrv_addr], timeout=5) as admin:
+                    async with open_admin_calls([cluster.namesrv_addr], timeout=5) as admin:
                         report = await collect_group(admin, group, topic)
             assert await cli("-n", cluster.namesrv_addr, "group", "inspect", group, topic) == EXIT_OK
             text = capsys.readouterr().out

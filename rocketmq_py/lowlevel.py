@@ -18,6 +18,10 @@ instead. They are public here so that such a tool imports no private module:
   :func:`sort_consumers` (the client's allocation, identical to Java's), :func:`strategy_class`
   (a strategy's class from its Java or Python name) and :class:`MessageFilter` (the client-side
   tag re-check of a pull);
+* admin requests: :class:`AdminCalls` (what :class:`rocketmq_py.admin.Admin` and the command line
+  ask the NameServers and brokers: routes, the cluster table as a :class:`ClusterInfo`, topic
+  creation as ``mqadmin updateTopic`` does it, with :class:`CreatedQueues` and :func:`order_conf`,
+  a member's running info), over a pool of its own from :func:`open_admin_calls`;
 * the client's rules and defaults, for wrappers that expose the same options:
   :func:`parse_namesrv_addrs`, :func:`namespace_of_endpoint`, :func:`strip_endpoint_scheme`,
   :func:`validate_topic`, :func:`validate_group`, :func:`validate_producer_group`,
@@ -46,6 +50,7 @@ from rocketmq_py._client._route import (
 )
 from rocketmq_py._client._timestamp import offset_for_timestamp
 from rocketmq_py._transport import AclRPCHook, ConnectionPool, RPCHook
+from rocketmq_py.admin._calls import AdminCalls, ClusterInfo, CreatedQueues, open_admin_calls, order_conf
 from rocketmq_py.consumer._allocate import allocate, sort_consumers, sort_queues, strategy_class
 from rocketmq_py.consumer._filter import MessageFilter
 from rocketmq_py.producer._producer import DEFAULT_SEND_TIMEOUT
@@ -78,7 +83,10 @@ __all__ = [
     "PERM_READ",
     "PERM_WRITE",
     "AclRPCHook",
+    "AdminCalls",
+    "ClusterInfo",
     "ConnectionPool",
+    "CreatedQueues",
     "FoundBroker",
     "MessageFilter",
     "RPCHook",
@@ -87,6 +95,8 @@ __all__ = [
     "find_broker_address",
     "namespace_of_endpoint",
     "offset_for_timestamp",
+    "open_admin_calls",
+    "order_conf",
     "parse_namesrv_addrs",
     "sort_consumers",
     "sort_queues",

@@ -160,3 +160,14 @@ def test_the_trace_dispatcher_does_not_import_the_producer() -> None:
         module: sorted(t for t in targets if t.startswith("rocketmq_py.producer"))
         for module, targets in tracing.items()
     } == {module: [] for module in tracing}
+
+
+def test_only_the_command_line_imports_the_command_line() -> None:
+    """The CLI is a shell over the public Admin and :mod:`rocketmq_py.lowlevel`: no module below it
+    (the Admin once wrapped the CLI's own admin calls) imports ``rocketmq_py.cli``."""
+    importers = {
+        module: sorted(t for t in targets if t.startswith("rocketmq_py.cli"))
+        for module, targets in GRAPH.items()
+        if not module.startswith("rocketmq_py.cli")
+    }
+    assert {module: found for module, found in importers.items() if found} == {}

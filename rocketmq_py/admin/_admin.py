@@ -45,6 +45,8 @@ from rocketmq_py._client._config import DEFAULT_REQUEST_TIMEOUT, ClientConfig
 from rocketmq_py._client._route import master_addresses
 from rocketmq_py._transport import AclRPCHook, ConnectionPool, RPCHook
 from rocketmq_py.admin import _groups, _messages
+from rocketmq_py.admin._calls import DEFAULT_TOPIC_PERM
+from rocketmq_py.admin._calls import AdminCalls as _Calls
 from rocketmq_py.admin._messages import query, store_address
 from rocketmq_py.admin._results import (
     BrokerInfo,
@@ -54,8 +56,6 @@ from rocketmq_py.admin._results import (
     QueueProgress,
     QueueStats,
 )
-from rocketmq_py.cli._admin import DEFAULT_TOPIC_PERM
-from rocketmq_py.cli._admin import Admin as _Calls
 from rocketmq_py.errors import (
     BrokerError,
     ConsumerNotOnline,

@@ -1,6 +1,6 @@
 """The Admin's requests about a consumer group past its stats: GET_CONSUMER_RUNNING_INFO to a member
 through its brokers (``mqadmin consumerStatus -g G -i ID``; the request itself is
-:meth:`rocketmq_py.cli._admin.Admin.running_info`, shared with ``group inspect``), which member owns which queue from
+:meth:`rocketmq_py.admin._calls.AdminCalls.running_info`, shared with ``group inspect``), which member owns which queue from
 those answers (``mqadmin consumerProgress -g G -s true``), and an offline group's offsets reset by
 time, committed queue by queue (``mqadmin resetOffsetByTime``'s fallback)."""
 
@@ -19,7 +19,7 @@ from rocketmq_py.protocol import (
 )
 
 if TYPE_CHECKING:
-    from rocketmq_py.cli._admin import Admin as Calls
+    from rocketmq_py.admin._calls import AdminCalls as Calls
 
 __all__ = ["allocation", "commit_by_time"]
 

@@ -24,7 +24,7 @@ from rocketmq_py.protocol import (
 )
 
 if TYPE_CHECKING:
-    from rocketmq_py.cli._admin import Admin as Calls
+    from rocketmq_py.admin._calls import AdminCalls as Calls
 
 __all__ = ["consume_directly", "query", "store_address"]
 

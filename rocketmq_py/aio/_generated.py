@@ -20,10 +20,10 @@ from rocketmq_py._client._route import DEFAULT_TOPIC_QUEUE_NUMS
 from rocketmq_py._health import Health
 from rocketmq_py.admin._admin import CREATE_WAIT, DEFAULT_MAX_MESSAGES
 from rocketmq_py.admin._admin import Admin as TrioAdmin
+from rocketmq_py.admin._calls import DEFAULT_TOPIC_PERM
 from rocketmq_py.admin._results import BrokerInfo, GroupMembers, GroupProgress, QueueStats
 from rocketmq_py.aio._bases import LitePullConsumerBase, PushConsumerBase
 from rocketmq_py.aio._client import AioClient
-from rocketmq_py.cli._admin import DEFAULT_TOPIC_PERM
 from rocketmq_py.consumer._allocate import AllocateStrategy
 from rocketmq_py.consumer._flow import (
     CONSUME_CONCURRENCY,

@@ -16,7 +16,6 @@ import json
 from typing import TextIO
 
 from rocketmq_py import Chunk, Producer, SendResult, send_many
-from rocketmq_py.cli._admin import admin_of, order_conf
 from rocketmq_py.cli._admin_commands import (
     run_group_lag,
     run_group_list,
@@ -27,6 +26,7 @@ from rocketmq_py.cli._admin_commands import (
 from rocketmq_py.cli._consume import run_consume
 from rocketmq_py.cli._format import format_send_result, group_report_lines, perm_letters, route_lines
 from rocketmq_py.cli._group import collect_group
+from rocketmq_py.cli._options import admin_of
 from rocketmq_py.cli._parser import (
     Command,
     ConsumeCommand,
@@ -42,7 +42,7 @@ from rocketmq_py.cli._parser import (
 )
 from rocketmq_py.cli._progress import Progress
 from rocketmq_py.errors import RocketMQError
-from rocketmq_py.lowlevel import validate_message, validate_topic
+from rocketmq_py.lowlevel import order_conf, validate_message, validate_topic
 from rocketmq_py.protocol import Message
 
 __all__ = ["SHOW_EACH_MAX", "run_command"]

@@ -18,8 +18,8 @@ from typing import TextIO
 import trio
 
 from rocketmq_py import PushConsumer
-from rocketmq_py.cli._admin import admin_of
 from rocketmq_py.cli._format import message_json, message_line
+from rocketmq_py.cli._options import admin_of
 from rocketmq_py.cli._parser import ConsumeCommand
 from rocketmq_py.lowlevel import validate_group, validate_topic
 from rocketmq_py.protocol import ConsumeFromWhere, MessageExt

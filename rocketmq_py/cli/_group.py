@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import trio
 
-from rocketmq_py.cli._admin import Admin
 from rocketmq_py.cli._inspect import GroupReport, inspect_group
 from rocketmq_py.errors import BrokerError, RocketMQError, RouteNotFound, TransportError
-from rocketmq_py.lowlevel import MASTER_ID, subscribe_queues
+from rocketmq_py.lowlevel import MASTER_ID, AdminCalls, subscribe_queues
 from rocketmq_py.protocol import (
     ConsumerRunningInfo,
     MessageQueue,
@@ -31,7 +30,7 @@ from rocketmq_py.protocol import (
 __all__ = ["collect_group", "consumer_ids", "group_masters"]
 
 
-async def group_masters(admin: Admin, topic: str | None) -> dict[str, str]:
+async def group_masters(admin: AdminCalls, topic: str | None) -> dict[str, str]:
     """Broker name -> master address: the topic's brokers, or every broker the NameServer knows.
 
     Raises:
@@ -51,7 +50,7 @@ async def group_masters(admin: Admin, topic: str | None) -> dict[str, str]:
     }
 
 
-async def consumer_ids(admin: Admin, group: str, addresses: list[str]) -> set[str]:
+async def consumer_ids(admin: AdminCalls, group: str, addresses: list[str]) -> set[str]:
     """The group's client ids according to every broker in ``addresses`` (merged).
 
     A broker with no member answers SYSTEM_ERROR ("no consumer for this group"), which counts as none.
@@ -75,7 +74,7 @@ async def consumer_ids(admin: Admin, group: str, addresses: list[str]) -> set[st
     return ids
 
 
-async def collect_group(admin: Admin, group: str, topic: str | None) -> GroupReport:
+async def collect_group(admin: AdminCalls, group: str, topic: str | None) -> GroupReport:
     """Ask the brokers about ``group`` (see the module docstring) and compare.
 
     Raises:

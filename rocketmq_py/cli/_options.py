@@ -29,11 +29,18 @@ from __future__ import annotations
 import argparse
 import ssl
 from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from rocketmq_py.errors import ClientError
-from rocketmq_py.lowlevel import DEFAULT_REQUEST_TIMEOUT, namespace_of_endpoint, parse_namesrv_addrs
+from rocketmq_py.lowlevel import (
+    DEFAULT_REQUEST_TIMEOUT,
+    AdminCalls,
+    namespace_of_endpoint,
+    open_admin_calls,
+    parse_namesrv_addrs,
+)
 from rocketmq_py.protocol import validate_namespace, wrap_name
 
 __all__ = [
@@ -44,6 +51,7 @@ __all__ = [
     "Common",
     "UsageError",
     "add_common_options",
+    "admin_of",
     "common_from_args",
     "positive_seconds",
     "tls_context",
@@ -95,6 +103,12 @@ class Common:
             "security_token": self.security_token,
             "ssl_context": self.ssl_context,
         }
+
+
+def admin_of(common: Common) -> AbstractAsyncContextManager[AdminCalls]:
+    """Admin calls with a command line's NameServers, timeout, ACL credentials and TLS (a pool of
+    their own, closed at the end of the ``async with``)."""
+    return open_admin_calls(list(common.namesrv), timeout=common.timeout, **common.connection_options())
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:

@@ -223,13 +223,13 @@ class Cluster(abc.ABC):
         order conf on the NameServer (PUT_KV_CONFIG); signed with the cluster's ACL account, over TLS
         when the cluster enforces it. Then waits until the NameServer's route shows the queues; a
         broker that still shows other counts after a few seconds is made to register the topic again
-        (see :func:`rocketmq_py.cli._admin.reregistering_headers`).
+        (see :func:`rocketmq_py.admin._calls.reregistering_headers`).
 
         Raises:
             ClusterError: the NameServer lists no master, or a broker or the NameServer refused.
         """
         from rocketmq_py._client._route import PERM_READ, PERM_WRITE
-        from rocketmq_py.cli._admin import ORDER_TOPIC_CONFIG, order_conf, topic_header
+        from rocketmq_py.admin._calls import ORDER_TOPIC_CONFIG, order_conf, topic_header
         from rocketmq_py.protocol._codes import RequestCode
 
         masters = cluster_info(self.admin_namesrv_addr, ssl_context=self.ssl_context)
@@ -269,10 +269,10 @@ class Cluster(abc.ABC):
         """Wait until the route shows ``wanted`` queues per broker, re-registering a stale broker.
 
         A broker can leave the NameServer with the topic's old queue count for good (see
-        :func:`rocketmq_py.cli._admin.reregistering_headers`); one still stale after
+        :func:`rocketmq_py.admin._calls.reregistering_headers`); one still stale after
         ``ROUTE_REREGISTER_AFTER`` seconds gets the two updates that make it register the topic again.
         """
-        from rocketmq_py.cli._admin import ROUTE_REREGISTER_AFTER, reregistering_headers, stale_brokers
+        from rocketmq_py.admin._calls import ROUTE_REREGISTER_AFTER, reregistering_headers, stale_brokers
 
         deadline = time.monotonic() + timeout
         reregister_at = time.monotonic() + ROUTE_REREGISTER_AFTER

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 import pytest
 import trio
 
+from rocketmq_py.admin import _calls as admin_module
 from rocketmq_py.cli import EXIT_ERROR, EXIT_OK, main
-from rocketmq_py.cli import _admin as admin_module
 from rocketmq_py.protocol import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_py.testing import FakeBroker
 

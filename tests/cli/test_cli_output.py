@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from rocketmq_py.cli._admin import (
+from rocketmq_py.admin._calls import (
     ClusterInfo,
     order_conf,
     parse_cluster_info,

@@ -1,6 +1,8 @@
-"""Admin calls of the CLI and of :class:`rocketmq_py.admin.Admin`: routes, the cluster table, topic creation (mqadmin ``updateTopic``).
+"""The admin calls under :class:`rocketmq_py.admin.Admin` and the CLI: routes, the cluster table,
+topic creation (mqadmin ``updateTopic``), a member's running info. The CLI reaches them through
+:mod:`rocketmq_py.lowlevel` (``AdminCalls``, ``open_admin_calls``).
 
-:class:`Admin` asks the NameServers in order, moving on when one cannot be reached (an answer,
+:class:`AdminCalls` asks the NameServers in order, moving on when one cannot be reached (an answer,
 even an error, ends the search), and talks to brokers through one connection pool.
 
 GET_BROKER_CLUSTER_INFO (code 106) answers with a fastjson body whose broker address maps have
@@ -32,12 +34,15 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Final, TypeVar
+from typing import Any, ClassVar, Final, TypeVar
 
 import trio
 
+from rocketmq_py._client._api import RemotingApi
+from rocketmq_py._client._route import AUTO_CREATE_TOPIC_KEY, MASTER_ID, PERM_READ, PERM_WRITE
+from rocketmq_py._transport import AclRPCHook, ConnectionPool, RPCHook
 from rocketmq_py.errors import (
     ClientError,
     MalformedBody,
@@ -47,16 +52,6 @@ from rocketmq_py.errors import (
     TopicNotExist,
     TransportError,
     UnsupportedByProxy,
-)
-from rocketmq_py.lowlevel import (
-    AUTO_CREATE_TOPIC_KEY,
-    MASTER_ID,
-    PERM_READ,
-    PERM_WRITE,
-    AclRPCHook,
-    ConnectionPool,
-    RemotingApi,
-    RPCHook,
 )
 from rocketmq_py.protocol import (
     BrokerData,
@@ -70,19 +65,15 @@ from rocketmq_py.protocol import (
     parse_fastjson,
 )
 
-if TYPE_CHECKING:
-    from rocketmq_py.cli._options import Common
-
 __all__ = [
     "DEFAULT_TOPIC_PERM",
     "NOT_THROUGH_A_PROXY",
     "ORDER_TOPIC_CONFIG",
-    "Admin",
+    "AdminCalls",
     "ClusterInfo",
     "CreatedQueues",
     "PutKVConfigRequestHeader",
-    "admin_of",
-    "open_admin",
+    "open_admin_calls",
     "order_conf",
     "parse_cluster_info",
     "reregistering_headers",
@@ -254,7 +245,7 @@ def reregistering_headers(
     return replace(header, topic_filter_type=other), header
 
 
-class Admin:
+class AdminCalls:
     """Typed admin calls against a set of NameServers (see the module docstring).
 
     Args:
@@ -421,7 +412,7 @@ class Admin:
 
 
 @asynccontextmanager
-async def open_admin(
+async def open_admin_calls(
     namesrv_addrs: list[str],
     *,
     timeout: float,  # noqa: ASYNC109
@@ -429,8 +420,8 @@ async def open_admin(
     secret_key: str | None = None,
     security_token: str | None = None,
     ssl_context: ssl.SSLContext | None = None,
-) -> AsyncIterator[Admin]:
-    """An :class:`Admin` over a fresh connection pool (closed at the end of the block).
+) -> AsyncIterator[AdminCalls]:
+    """:class:`AdminCalls` over a fresh connection pool (closed at the end of the block).
 
     Args:
         timeout: seconds per request.
@@ -444,13 +435,4 @@ async def open_admin(
     if access_key and secret_key:
         hooks.append(AclRPCHook(access_key, secret_key, security_token))
     async with ConnectionPool(ssl_context=ssl_context, hooks=hooks) as pool:
-        yield Admin(RemotingApi(pool, timeout=timeout), namesrv_addrs)
-
-
-def admin_of(common: Common) -> AbstractAsyncContextManager[Admin]:
-    """:func:`open_admin` with a command line's NameServers, timeout, ACL keys and TLS."""
-    return open_admin(
-        list(common.namesrv),
-        timeout=common.timeout,
-        **common.connection_options(),
-    )
+        yield AdminCalls(RemotingApi(pool, timeout=timeout), namesrv_addrs)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocketmq_py.testing._distribution import Classpath, find_java
-from rocketmq_py.testing._processes import JvmProcess, marker_for
+from rocketmq_py.testing._processes import JvmProcess, marker_for, timer_slack_ns
 from rocketmq_py.testing._settings import render_properties
 from rocketmq_py.testing._tls import TlsFiles
 
@@ -127,6 +127,7 @@ class NodeLauncher:
             env=dict(self._env(), RMQ_PROXY_HOME=str(node)),
             cwd=node,
             die_with_parent=not self.detached,
+            timer_slack_ns=timer_slack_ns(),
         )
 
     def _node(
@@ -143,6 +144,7 @@ class NodeLauncher:
             env=self._env(),
             cwd=node,
             die_with_parent=not self.detached,
+            timer_slack_ns=timer_slack_ns(),
         )
 
     def _argv(

@@ -20,7 +20,7 @@ from rocketmq_py.testing._jvm_nodes import (
     proxy_config,
 )
 from rocketmq_py.testing._local import LocalCluster
-from rocketmq_py.testing._processes import marker_for
+from rocketmq_py.testing._processes import TIMER_SLACK_ENV, marker_for
 
 
 @pytest.fixture
@@ -147,3 +147,16 @@ def test_extra_jvm_options_come_from_the_environment(
         assert proc.argv[cp - 2 : cp] == ["-XX:TieredStopAtLevel=1", "-XX:CICompilerCount=1"]
         assert proc.argv.index("-XX:+UseG1GC") < cp - 2
     assert not any(arg.startswith("-XX:Tiered") for arg in plain)
+
+
+def test_the_nodes_get_the_kits_timer_slack(
+    tmp_path: Path, java: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``RMQ_TIMER_SLACK_MS`` (``make test``: 20) reaches every RocketMQ node of the jar backend."""
+    monkeypatch.delenv(TIMER_SLACK_ENV, raising=False)
+    assert _launcher(tmp_path).namesrv(19876).timer_slack_ns is None
+    monkeypatch.setenv(TIMER_SLACK_ENV, "20")
+    launcher = _launcher(tmp_path)
+    proxy = launcher.proxy(Classpath("proxy", "5.3.1", tmp_path / "proxy-lib"), {})
+    for proc in (launcher.namesrv(19876), launcher.broker("broker-a", {}), proxy):
+        assert proc.timer_slack_ns == 20_000_000, proc.name

@@ -116,6 +116,7 @@ class RequestCode(IntEnum):
     LITE_PULL_MESSAGE = 361
     RECALL_MESSAGE = 370  # 5.3.2+
     QUERY_ASSIGNMENT = 400
+    SET_MESSAGE_REQUEST_MODE = 401  # 5.x: a group's mode (POP or PULL) for a topic; mqadmin setConsumeMode
     # 5.x pop mode; above int16, so these only fit a JSON header.
     POP_MESSAGE = 200050
     ACK_MESSAGE = 200051

@@ -142,3 +142,14 @@ def stored_messages(cluster: Cluster, topic: str) -> int:
         )
         total += sum(o.max_offset for o in decode_body(TopicStatsTable, reply.body).offset_table.values())
     return total
+
+
+def wait_stored(cluster: Cluster, topic: str, at_least: int, timeout: float = 15.0) -> int:
+    """:func:`stored_messages` once it shows ``at_least`` (or at ``timeout``): a send is answered when
+    its message is in the commit log, and the broker's dispatch thread moves it into its consume queue,
+    where the queue's max offset counts it, moments later (``ReputMessageService``, a 1 ms poll, 20 ms
+    with ``make test``'s timer slack)."""
+    deadline = time.monotonic() + timeout
+    while (found := stored_messages(cluster, topic)) < at_least and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found

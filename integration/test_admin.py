@@ -62,7 +62,13 @@ async def test_admin_answers_as_mqadmin_does(cluster: Cluster) -> None:
             sent = [
                 await producer.send(Message(topic, f"m-{n}".encode(), keys=[f"k-{n}"])) for n in range(COUNT)
             ]
-        stats = await admin.topic_stats(topic)
+        # Counted once the broker's dispatch thread has put them in their consume queues, moments
+        # after the sends were answered (ReputMessageService).
+        with trio.fail_after(15):
+            stats = await admin.topic_stats(topic)
+            while sum(q.messages for q in stats) < COUNT:
+                await trio.sleep(0.05)
+                stats = await admin.topic_stats(topic)
         assert len(stats) == 4 * len(cluster.brokers)
         assert sum(q.messages for q in stats) == COUNT
         status = await trio.to_thread.run_sync(

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from integration._shapes import new_topic, shape_cluster, stored_messages, version_under_test
+from integration._shapes import new_topic, shape_cluster, stored_messages, version_under_test, wait_stored
 from rocketmq_py.cli import EXIT_ERROR, EXIT_OK, main
 from rocketmq_py.testing import LocalCluster
 
@@ -64,7 +64,7 @@ def test_acl_send_consume_stats_and_group_list_with_the_keys(
     assert main([*base, *keys, "send", topic, "--body", "signed", "--count", "3"]) == EXIT_OK
     out, err = capsys.readouterr()
     assert "sent 3 of 3 message(s)" in out, err
-    assert stored_messages(cluster, topic) == 3
+    assert wait_stored(cluster, topic, 3) == 3
 
     assert main([*base, "topic", "stats", topic, *keys]) == EXIT_OK
     out, err = capsys.readouterr()

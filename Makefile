@@ -48,9 +48,10 @@ INTEGRATION_ENV = RMQ_REQUIRE_BROKER=1 RMQ_JVM_OPTS="$(TEST_JVM_OPTS)" RMQ_TIMER
 	PYSPARK_PYTHON=$(abspath $(BIN)/python)
 # The suite runs on pytest-xdist workers: the integration tests mostly wait on brokers (timeouts,
 # long polls, rebalances), so several workers share two cores well. Each module runs whole on one
-# worker and the Spark modules together on one (integration/conftest.py); each worker that runs
-# integration tests starts its own session cluster, on ports of its own. `make test XDIST=` runs
-# everything in one process.
+# worker and the Spark modules together on one (integration/conftest.py). The jar backend's session
+# cluster is one for all the workers, started by pytest-xdist's controller once a worker collected an
+# integration test (integration/_session.py); a module that pauses, kills or reconfigures brokers
+# gets one of its own. `make test XDIST=` runs everything in one process.
 XDIST ?= -n 3 --dist loadgroup --no-loadscope-reorder
 # Each pytest step of `make test` also writes its results as JUnit XML under reports/ (per-test
 # times: `python scripts/durations.py reports/main.xml` prints the seconds per file).

@@ -1,4 +1,5 @@
-"""Integration tests run against a real Apache RocketMQ cluster (two brokers) started once per run.
+"""Integration tests run against a real Apache RocketMQ cluster (two brokers) started once per run
+(once for all of a run's pytest-xdist workers, by its controller: integration/_session.py).
 
 When ``CI`` is set or ``RMQ_REQUIRE_BROKER=1``, a cluster that cannot start fails the run; elsewhere
 those tests are skipped with the reason. ``ROCKETMQ_NAMESRV=host:port`` uses an external cluster.
@@ -21,6 +22,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import trio
 
+from integration._session import (
+    SessionClusterOwner,
+    SharedCluster,
+    shared_cluster_file,
+    start_session_cluster,
+    wait_for_shared,
+)
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.protocol import (
@@ -38,7 +46,7 @@ from rocketmq_py.protocol import (
     to_ext_fields,
 )
 from rocketmq_py.protocol._versions import release_ordinal
-from rocketmq_py.testing import Cluster, loopback_conf, start_cluster, worker_python
+from rocketmq_py.testing import Cluster, loopback_conf, worker_python
 from rocketmq_py.testing._report_process import ReportingProcess
 
 if TYPE_CHECKING:
@@ -79,8 +87,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (../conftest.py, ``work_group``) runs whole on one worker, so a module's own cluster
     (module-scoped fixtures) starts once, and the modules sharing the ``spark`` session run on one
     worker, which builds the run's one session.
-    Each worker that runs integration tests starts its own session cluster (``cluster``), on ports
-    of its own (:func:`rocketmq_py.testing._settings.port_range`). The order is the schedule: the
+    The workers share one session cluster, which the pytest-xdist controller starts
+    (integration/_session.py); module clusters take ports from each worker's own slice
+    (:func:`rocketmq_py.testing._settings.port_range`). The order is the schedule: the
     Spark session group, the long modules, the other integration modules, then the fast tests/ (many short
     groups that fill the workers up at the end); pytest-xdist hands the next group to the first idle
     worker.
@@ -109,30 +118,77 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)  # stable: the modules' own order within each rank
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
-    """A NameServer and brokers ``broker-a`` and ``broker-b``, for the whole test run."""
+def pytest_configure(config: pytest.Config) -> None:
+    """On a pytest-xdist controller, own the run's shared session cluster (integration/_session.py)."""
+    xdist_controller = (
+        getattr(config, "workerinput", None) is None
+        and config.pluginmanager.hasplugin("xdist")
+        and bool(config.getoption("numprocesses", None))
+        and config.getoption("dist", "no") != "no"
+    )
+    if xdist_controller and SessionClusterOwner.wanted():
+        config.pluginmanager.register(
+            SessionClusterOwner(Path(__file__).resolve().parent, config.rootpath), "rmq-session-cluster"
+        )
+
+
+def _start_or_report(start: Callable[[], Cluster]) -> Cluster:
+    """``start()``, or fail the test (a real broker required) or skip it with the reason."""
     try:
-        through = through_proxy()
-        started = start_cluster(brokers=2, proxy=through, clients_via_proxy=through)
+        return start()
     except ClusterError as exc:
         if _broker_required():
             pytest.fail(
                 f"a real RocketMQ cluster is required here and could not start:\n{exc}", pytrace=False
             )
         pytest.skip(f"no RocketMQ cluster: {exc}")
-    with started:
+
+
+@pytest.fixture(scope="session")
+def session_cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """A NameServer and brokers ``broker-a`` and ``broker-b``, for the whole test run: the one the
+    pytest-xdist controller started for all of its workers (integration/_session.py), or one of
+    this process's own."""
+    shared = shared_cluster_file(request.config)
+    if shared is not None:
+        yield _start_or_report(lambda: wait_for_shared(shared))
+        return
+    with _start_or_report(start_session_cluster) as started:
         yield started
 
 
 @pytest.fixture(scope="session")
-def broker_version(cluster: Cluster) -> int:
+def cluster(session_cluster: Cluster) -> Cluster:
+    """The session cluster; a module that pauses, kills or reconfigures brokers overrides this with
+    :func:`exclusive_cluster`."""
+    return session_cluster
+
+
+@pytest.fixture(scope="module")
+def exclusive_cluster(session_cluster: Cluster) -> Iterator[Cluster]:
+    """A cluster no other worker's tests use, of the session cluster's shape: the session cluster
+    itself when it is this process's own, else one started for the module. A module whose tests
+    pause, kill or restart brokers, stop the NameServer or change broker settings uses it::
+
+        @pytest.fixture(scope="module")
+        def cluster(exclusive_cluster: Cluster) -> Cluster:
+            return exclusive_cluster
+    """
+    if not isinstance(session_cluster, SharedCluster):
+        yield session_cluster
+        return
+    with _start_or_report(start_session_cluster) as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def broker_version(session_cluster: Cluster) -> int:
     """The session cluster's release as the wire carries it: the ``MQVersion`` ordinal.
 
     Driven by ``ROCKETMQ_VERSION`` (default 5.3.3); ``test_remoting_raw`` checks that the brokers'
     replies carry it. Compare with :mod:`rocketmq_py.protocol._versions` (``V5_0_0``, ...).
     """
-    return release_ordinal(cluster.version)
+    return release_ordinal(session_cluster.version)
 
 
 @pytest.fixture

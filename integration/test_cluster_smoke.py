@@ -8,9 +8,18 @@ import time
 import uuid
 from collections.abc import Callable
 
+import pytest
+
 from rocketmq_py.protocol._fastjson import parse_fastjson
 from rocketmq_py.testing import Cluster, _settings
 from rocketmq_py.testing._cluster import _request, topic_route
+
+
+@pytest.fixture(scope="module")
+def cluster(exclusive_cluster: Cluster) -> Cluster:
+    """A cluster no other worker's tests use: this module pauses a broker."""
+    return exclusive_cluster
+
 
 #: A NameServer KV entry (Java ``RequestCode.GET_KV_CONFIG``).
 GET_KV_CONFIG = 101

@@ -33,6 +33,13 @@ from rocketmq_py.protocol._versions import V5_0_0
 from rocketmq_py.testing import Cluster
 
 
+@pytest.fixture(scope="module")
+def cluster(exclusive_cluster: Cluster) -> Cluster:
+    """A cluster no other worker's tests use: this module turns a broker setting off for a test
+    (``initPopOffsetByCheckMsgInMem``)."""
+    return exclusive_cluster
+
+
 @pytest.fixture(autouse=True)
 def _pop_brokers(broker_version: int, cluster: Cluster) -> None:
     if broker_version < V5_0_0:

@@ -26,6 +26,13 @@ from rocketmq_py.errors import DeliveryTimeNotSupported
 from rocketmq_py.protocol._versions import supports_timer_messages
 from rocketmq_py.testing import Cluster
 
+
+@pytest.fixture(scope="module")
+def cluster(exclusive_cluster: Cluster) -> Cluster:
+    """A cluster no other worker's tests use: this module pauses a broker and stops the NameServer."""
+    return exclusive_cluster
+
+
 PullAll = Callable[..., Awaitable[list[MessageExt]]]  # the `pull_all` fixture of conftest.py
 
 

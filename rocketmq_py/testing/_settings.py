@@ -12,7 +12,14 @@ from pathlib import PurePath
 from rocketmq_py.errors import ClusterError
 from rocketmq_py.testing._cluster import CLUSTER_NAME
 
-__all__ = ["REGISTER_PERIOD_MS", "broker_config", "pick_port_block", "port_range", "render_properties"]
+__all__ = [
+    "REGISTER_PERIOD_MS",
+    "broker_config",
+    "claim_shared_ports",
+    "pick_port_block",
+    "port_range",
+    "render_properties",
+]
 
 #: ``registerNameServerPeriod`` of test brokers (Java: 30 s; brokers clamp it to 10-60 s). A
 #: restarted NameServer knows no broker until each registers again, so this bounds that gap.
@@ -50,6 +57,17 @@ _BROKER_DEFAULTS: dict[str, str] = {
     "timerPutMessageThreadNum": "1",
 }
 _PORT_RANGE = (12000, 30000)  # below Linux's ephemeral range, so connect() does not take them
+#: The top of the range: the cluster one process starts for all of its pytest-xdist workers to share
+#: (integration/conftest.py) takes its ports from here, where the workers' own clusters never pick.
+_SHARED_PORTS = (28000, 30000)
+_shared_owner = False
+
+
+def claim_shared_ports() -> None:
+    """From now on this process picks cluster ports from the part kept for a cluster its
+    pytest-xdist workers share (:func:`port_range`)."""
+    global _shared_owner
+    _shared_owner = True
 
 
 def port_range(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
@@ -58,14 +76,17 @@ def port_range(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
     A port is checked free when picked but bound only when the JVM starts, seconds later, so two
     processes starting clusters at once could pick the same block. pytest-xdist workers
     (``PYTEST_XDIST_WORKER=gw<N>`` of ``PYTEST_XDIST_WORKER_COUNT``) therefore each take a disjoint
-    slice of the range; any other process takes all of it.
+    slice of the range below the part kept for the cluster they share, which the process that
+    starts it takes (:func:`claim_shared_ports`); any other process takes all of the range.
     """
+    if _shared_owner:
+        return _SHARED_PORTS
     env = os.environ if environ is None else environ
-    low, high = _PORT_RANGE
     found = re.fullmatch(r"gw(\d+)", env.get("PYTEST_XDIST_WORKER", ""))
-    count = int(env.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
-    if found is None or count < 2:
-        return low, high
+    if found is None:
+        return _PORT_RANGE
+    count = max(1, int(env.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0))
+    low, high = _PORT_RANGE[0], _SHARED_PORTS[0]
     index = int(found.group(1)) % count
     width = (high - low) // count
     return low + index * width, low + (index + 1) * width

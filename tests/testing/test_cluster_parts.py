@@ -60,20 +60,37 @@ def test_port_blocks_are_free_and_distinct() -> None:
 
 def test_xdist_workers_pick_ports_from_disjoint_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two pytest-xdist workers starting clusters at once never pick the same port block: a port
-    is checked free when picked but bound only when the JVM starts."""
+    is checked free when picked but bound only when the JVM starts. None picks from the part kept
+    for the cluster they share."""
     whole = _settings.port_range({})
-    assert _settings.port_range({"PYTEST_XDIST_WORKER": "gw0", "PYTEST_XDIST_WORKER_COUNT": "1"}) == whole
+    shared = _settings._SHARED_PORTS
+    assert whole[0] < shared[0] < shared[1] == whole[1]
+    assert _settings.port_range({"PYTEST_XDIST_WORKER": "gw0", "PYTEST_XDIST_WORKER_COUNT": "1"}) == (
+        whole[0],
+        shared[0],
+    )
     slices = [
         _settings.port_range({"PYTEST_XDIST_WORKER": f"gw{n}", "PYTEST_XDIST_WORKER_COUNT": "3"})
         for n in range(3)
     ]
     assert slices[0][0] == whole[0]
-    assert slices[-1][1] <= whole[1]
+    assert slices[-1][1] <= shared[0]
     assert all(low < high <= nxt for (low, high), (nxt, _) in itertools.pairwise(slices))
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw2")
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "3")
     low, high = slices[2]
     taken: set[int] = set()
+    assert all(low <= pick_port_block([-2, 0, 1], taken) < high for _ in range(5))
+
+
+def test_the_owner_of_a_shared_cluster_picks_from_the_kept_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_settings, "_shared_owner", False)
+    _settings.claim_shared_ports()
+    assert _settings.port_range({"PYTEST_XDIST_WORKER": "gw0", "PYTEST_XDIST_WORKER_COUNT": "3"}) == (
+        _settings._SHARED_PORTS
+    )
+    taken: set[int] = set()
+    low, high = _settings._SHARED_PORTS
     assert all(low <= pick_port_block([-2, 0, 1], taken) < high for _ in range(5))
 
 

@@ -18,6 +18,10 @@ the ``client.`` options are parsed by :mod:`spark_connector._client_options` int
 Offset specifications (``startingOffsets``, ``endingOffsets``) are ``earliest``, ``latest`` or JSON
 ``{"topic": {"broker": {"queueId": offset}}}``, where offset ``-2`` means earliest and ``-1``
 latest, as in Spark's Kafka source.
+
+The sink's options are parsed by :mod:`spark_connector._sink_options` (re-exported here), and what
+both sides read the same way (``namesrv``, the credentials, ``namespace``) by
+:mod:`spark_connector._option_values`.
 """
 
 from __future__ import annotations
@@ -28,19 +32,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from rocketmq_py import get_strategy
-from rocketmq_py.errors import ClientError, InvalidGroup, InvalidMessage, InvalidTopic
-from rocketmq_py.lowlevel import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_MAX_IN_FLIGHT,
-    DEFAULT_SEND_TIMEOUT,
-    MAX_MESSAGE_SIZE,
-    namespace_of_endpoint,
-    strip_endpoint_scheme,
-    validate_group,
-    validate_producer_group,
-    validate_topic,
-)
-from rocketmq_py.protocol import build_subscription_data, validate_namespace, wrap_name
+from rocketmq_py.errors import ClientError, InvalidGroup, InvalidTopic
+from rocketmq_py.lowlevel import validate_group
+from rocketmq_py.protocol import build_subscription_data, wrap_name
 from spark_connector._client_options import (
     CLIENT_PREFIX,
     CONNECTION_OPTIONS,
@@ -56,6 +50,17 @@ from spark_connector._offset_spec import (
     parse_offset_spec,
     wrap_spec,
 )
+from spark_connector._option_values import (
+    TOPIC_NAME,
+    get_bool,
+    get_int,
+    get_text,
+    or_default,
+    parse_credentials,
+    parse_namespace,
+    parse_namesrv,
+)
+from spark_connector._sink_options import DEFAULT_PRODUCER_GROUP, SinkOptions, parse_sink_options
 
 __all__ = [
     "DEFAULT_ALLOCATE_STRATEGY",
@@ -184,64 +189,10 @@ _NAMES: Final = {
     )
 }
 
-_ADDRESS: Final = re.compile(r"[^\s:;]+:\d{1,5}")
-_TOPIC: Final = re.compile(r"[%|a-zA-Z0-9_-]{1,127}")
-
-
-def _get(options: Mapping[str, str], name: str) -> str | None:
-    value = options.get(name.lower())
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None
-
-
-def _int(options: Mapping[str, str], name: str, *, minimum: int, maximum: int | None = None) -> int | None:
-    text = _get(options, name)
-    if text is None:
-        return None
-    try:
-        value = int(text)
-    except ValueError:
-        raise SparkOptionError(name, f"{text!r} is not an integer") from None
-    if value < minimum or (maximum is not None and value > maximum):
-        bound = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        raise SparkOptionError(name, f"{value} is out of range: it must be {bound}")
-    return value
-
-
-def _default(value: int | None, default: int) -> int:
-    """``value``, or ``default`` when the option was not given (0 is a value)."""
-    return default if value is None else value
-
-
-def _bool(options: Mapping[str, str], name: str, default: bool) -> bool:
-    text = _get(options, name)
-    if text is None:
-        return default
-    lowered = text.lower()
-    if lowered not in ("true", "false"):
-        raise SparkOptionError(name, f"{text!r} is not 'true' or 'false'")
-    return lowered == "true"
-
-
-def _namesrv(options: Mapping[str, str]) -> tuple[str, ...]:
-    text = _get(options, "namesrv")
-    if text is None:
-        raise SparkOptionError("namesrv", "is required (NameServer addresses 'host:port;host:port')")
-    # A hosted endpoint's http:// goes, as for a client (rocketmq_py.lowlevel.parse_namesrv_addrs).
-    addresses = tuple(strip_endpoint_scheme(part.strip()) for part in re.split(r"[;,]", text) if part.strip())
-    for address in addresses:
-        if _ADDRESS.fullmatch(address) is None:
-            raise SparkOptionError("namesrv", f"{address!r} is not 'host:port'")
-    if not addresses:
-        raise SparkOptionError("namesrv", f"{text!r} holds no address")
-    return addresses
-
 
 def _topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
-    topic = _get(options, "topic")
-    pattern = _get(options, "topicPattern")
+    topic = get_text(options, "topic")
+    pattern = get_text(options, "topicPattern")
     if (topic is None) == (pattern is None):
         raise SparkOptionError(
             "topic", "give exactly one of 'topic' (a name or comma list) and 'topicPattern'"
@@ -257,7 +208,7 @@ def _topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
     assert topic is not None
     names = tuple(dict.fromkeys(part.strip() for part in topic.split(",") if part.strip()))
     for name in names:
-        if _TOPIC.fullmatch(name) is None:
+        if TOPIC_NAME.fullmatch(name) is None:
             raise SparkOptionError(
                 "topic", f"{name!r} is not a valid topic name ([%|a-zA-Z0-9_-], 1-127 chars)"
             )
@@ -266,38 +217,8 @@ def _topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
     return names, None
 
 
-def parse_credentials(options: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """``(accessKey, secretKey)`` from lower-cased options: both, or neither (``(None, None)``).
-
-    Raises:
-        SparkOptionError: only one of the two is given (the message never holds the secret).
-    """
-    access_key = _get(options, "accessKey")
-    secret_key = _get(options, "secretKey")
-    if (access_key is None) != (secret_key is None):
-        missing = "secretKey" if secret_key is None else "accessKey"
-        raise SparkOptionError(missing, "is required too: give accessKey and secretKey together")
-    return access_key, secret_key
-
-
-def parse_namespace(options: Mapping[str, str]) -> str | None:
-    """The ``namespace`` option checked; when not given, the instance id of a hosted endpoint in
-    ``namesrv`` (``http://MQ_INST_<id>_<x>.<region>...:8080``), as for a client, else ``None``.
-
-    Raises:
-        SparkOptionError: it holds other characters than letters, digits, ``_`` and ``-``.
-    """
-    namespace = _get(options, "namespace")
-    if namespace is None:
-        namespace = namespace_of_endpoint(_get(options, "namesrv"))
-    try:
-        return validate_namespace(namespace)
-    except ValueError as exc:
-        raise SparkOptionError("namespace", str(exc)) from None
-
-
 def _sub_expression(options: Mapping[str, str]) -> str:
-    text = _get(options, "subExpression") or "*"
+    text = get_text(options, "subExpression") or "*"
     try:
         build_subscription_data("topic", text, sub_version=0)
     except ClientError as exc:
@@ -317,15 +238,15 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         SparkOptionError: a required option is missing or a value is bad; the message names it.
     """
     lowered = {str(k).lower(): str(v) for k, v in options.items()}
-    namesrv = _namesrv(lowered)
+    namesrv = parse_namesrv(lowered)
     topics, pattern = _topics(lowered)
-    start_text = _get(lowered, "startingOffsets")
+    start_text = get_text(lowered, "startingOffsets")
     starting: OffsetSpec = (
         parse_offset_spec("startingOffsets", start_text)
         if start_text is not None
         else ("latest" if streaming else "earliest")
     )
-    end_text = _get(lowered, "endingOffsets")
+    end_text = get_text(lowered, "endingOffsets")
     if streaming and end_text is not None:
         raise SparkOptionError("endingOffsets", "is for batch reads only; a stream reads on")
     ending: OffsetSpec = (
@@ -333,8 +254,8 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         if end_text is not None
         else "latest"
     )
-    starting_ts = _int(lowered, "startingTimestamp", minimum=0)
-    ending_ts = _int(lowered, "endingTimestamp", minimum=0)
+    starting_ts = get_int(lowered, "startingTimestamp", minimum=0)
+    ending_ts = get_int(lowered, "endingTimestamp", minimum=0)
     if streaming and ending_ts is not None:
         raise SparkOptionError("endingTimestamp", "is for batch reads only; a stream reads on")
     if starting_ts is not None and start_text is not None:
@@ -347,12 +268,12 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         )
     if starting_ts is not None and ending_ts is not None and ending_ts < starting_ts:
         raise SparkOptionError("endingTimestamp", f"{ending_ts} is before startingTimestamp {starting_ts}")
-    strategy_text = _get(lowered, "allocateStrategy") or DEFAULT_ALLOCATE_STRATEGY
+    strategy_text = get_text(lowered, "allocateStrategy") or DEFAULT_ALLOCATE_STRATEGY
     try:
         strategy = get_strategy(strategy_text).name
     except ClientError as exc:
         raise SparkOptionError("allocateStrategy", str(exc)) from None
-    group = _get(lowered, "commitToGroup")
+    group = get_text(lowered, "commitToGroup")
     if group is not None:
         if not streaming:
             raise SparkOptionError("commitToGroup", "is for streaming reads only")
@@ -360,7 +281,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
             validate_group(group)
         except (InvalidGroup, InvalidTopic) as exc:
             raise SparkOptionError("commitToGroup", str(exc)) from None
-    max_per_batch = _int(lowered, "maxRecordsPerBatch", minimum=1)
+    max_per_batch = get_int(lowered, "maxRecordsPerBatch", minimum=1)
     if max_per_batch is not None and not streaming:
         raise SparkOptionError(
             "maxRecordsPerBatch", "is for streaming reads only (see maxRecordsPerPartition)"
@@ -377,17 +298,19 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         starting_timestamp=starting_ts,
         ending_timestamp=ending_ts,
         sub_expression=_sub_expression(lowered),
-        num_partitions=_int(lowered, "numPartitions", minimum=1),
+        num_partitions=get_int(lowered, "numPartitions", minimum=1),
         allocate_strategy=strategy,
-        max_records_per_partition=_int(lowered, "maxRecordsPerPartition", minimum=1),
+        max_records_per_partition=get_int(lowered, "maxRecordsPerPartition", minimum=1),
         max_records_per_batch=max_per_batch,
-        fail_on_data_loss=_bool(lowered, "failOnDataLoss", True),
-        pull_batch_size=_int(lowered, "pullBatchSize", minimum=1, maximum=MAX_PULL_BATCH_SIZE)
+        fail_on_data_loss=get_bool(lowered, "failOnDataLoss", True),
+        pull_batch_size=get_int(lowered, "pullBatchSize", minimum=1, maximum=MAX_PULL_BATCH_SIZE)
         or DEFAULT_PULL_BATCH_SIZE,
-        pull_timeout_ms=_int(lowered, "pullTimeoutMs", minimum=1) or DEFAULT_PULL_TIMEOUT_MS,
-        fetch_offset_retries=_default(_int(lowered, "fetchOffset.numRetries", minimum=0), DEFAULT_RETRIES),
-        fetch_offset_retry_interval_ms=_default(
-            _int(lowered, "fetchOffset.retryIntervalMs", minimum=0), DEFAULT_RETRY_INTERVAL_MS
+        pull_timeout_ms=get_int(lowered, "pullTimeoutMs", minimum=1) or DEFAULT_PULL_TIMEOUT_MS,
+        fetch_offset_retries=or_default(
+            get_int(lowered, "fetchOffset.numRetries", minimum=0), DEFAULT_RETRIES
+        ),
+        fetch_offset_retry_interval_ms=or_default(
+            get_int(lowered, "fetchOffset.retryIntervalMs", minimum=0), DEFAULT_RETRY_INTERVAL_MS
         ),
         commit_to_group=None if group is None else wrap_name(namespace, group),
         access_key=access_key,
@@ -396,84 +319,3 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         client=parse_client_settings(lowered, "reader", signed=access_key is not None),
         extra=extra,
     )
-
-
-# --- the sink's options ----------------------------------------------------------------------------
-# One rule with the reader's: a blank value is no value (the default applies).
-
-#: Producer group of the sink's producers when option ``producerGroup`` is not given.
-DEFAULT_PRODUCER_GROUP: Final = "spark-rocketmq-writer"
-
-
-@dataclass(frozen=True, slots=True)
-class SinkOptions:
-    """The sink's options, parsed (see :mod:`spark_connector._sink`)."""
-
-    namesrv: str
-    topic: str | None = None
-    producer_group: str = DEFAULT_PRODUCER_GROUP
-    deterministic_keys: bool = False
-    write_id: str | None = None
-    send_timeout: float = DEFAULT_SEND_TIMEOUT
-    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
-    batch_size: int = DEFAULT_BATCH_SIZE
-    max_message_size: int = MAX_MESSAGE_SIZE
-    access_key: str | None = None
-    secret_key: str | None = field(default=None, repr=False)
-    #: The producers' namespace: topics (option and column) are plain, the brokers store them wrapped.
-    namespace: str | None = None
-    #: Write a trace record of every send (``enableTrace``), to ``trace_topic`` (``traceTopic``).
-    enable_trace: bool = False
-    trace_topic: str | None = None
-    #: ``securityToken``, TLS and the ``client.`` options of the producers.
-    client: ClientSettings = field(default_factory=ClientSettings)
-
-
-def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
-    """Parse the writer options (keys case-insensitive, values strings; blank values are unset).
-
-    Raises:
-        SparkOptionError: ``namesrv`` is missing, or an option has a bad value (the error names it).
-    """
-    lowered = {key.lower(): value for key, value in options.items()}
-    namesrv = ";".join(_namesrv(lowered))
-    topic = _get(lowered, "topic")
-    if topic is not None:
-        try:
-            validate_topic(topic)
-        except InvalidMessage as exc:
-            raise SparkOptionError("topic", str(exc)) from None
-    group = _get(lowered, "producerGroup") or DEFAULT_PRODUCER_GROUP
-    try:
-        validate_producer_group(group)
-    except ClientError as exc:
-        raise SparkOptionError("producerGroup", str(exc)) from None
-    access_key, secret_key = parse_credentials(lowered)
-    timeout_ms = _int(lowered, "sendTimeoutMs", minimum=1)
-    return SinkOptions(
-        namesrv=namesrv,
-        topic=topic,
-        producer_group=group,
-        deterministic_keys=_bool(lowered, "deterministicKeys", False),
-        write_id=_get(lowered, "writeId"),
-        send_timeout=DEFAULT_SEND_TIMEOUT if timeout_ms is None else timeout_ms / 1000,
-        max_in_flight=_int(lowered, "maxInFlight", minimum=1) or DEFAULT_MAX_IN_FLIGHT,
-        batch_size=_int(lowered, "batchSize", minimum=1) or DEFAULT_BATCH_SIZE,
-        max_message_size=_int(lowered, "maxMessageSize", minimum=1) or MAX_MESSAGE_SIZE,
-        access_key=access_key,
-        secret_key=secret_key,
-        namespace=parse_namespace(lowered),
-        enable_trace=_bool(lowered, "enableTrace", False),
-        trace_topic=_trace_topic(lowered),
-        client=parse_client_settings(lowered, "writer", signed=access_key is not None),
-    )
-
-
-def _trace_topic(options: Mapping[str, str]) -> str | None:
-    topic = _get(options, "traceTopic")
-    if topic is not None:
-        try:
-            validate_topic(topic)
-        except InvalidMessage as exc:
-            raise SparkOptionError("traceTopic", str(exc)) from None
-    return topic

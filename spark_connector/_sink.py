@@ -70,7 +70,7 @@ from rocketmq_py import Chunk, Producer, SendCounts, send_many
 from rocketmq_py.errors import ClientError, InvalidMessage, InvalidOption
 from rocketmq_py.lowlevel import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT
 from rocketmq_py.protocol import Message, PropertyKey
-from spark_connector._options import SinkOptions, parse_sink_options
+from spark_connector._sink_options import SinkOptions, parse_sink_options
 
 __all__ = [
     "RocketMQCommitMessage",

@@ -1,9 +1,11 @@
 """MkDocs hook: the Spark guide's option tables must name exactly the options the code reads.
 
-The options are read in ``spark_connector/_options.py`` by ``parse_read_options`` and
-``parse_sink_options``, each through small helpers (``_get``, ``_int``, ``_bool`` with the
-option's documented name, and functions such as ``_namesrv`` or ``parse_credentials`` that call
-them), and in ``spark_connector/_client_options.py`` (``_text``, ``_flag``: TLS, ``securityToken``).
+The options are read by ``parse_read_options`` (``spark_connector/_options.py``) and
+``parse_sink_options`` (``spark_connector/_sink_options.py``), each through small helpers
+(``get_text``, ``get_int``, ``get_bool``, ``get_duration_ms`` of ``spark_connector/_option_values.py``
+with the option's documented name, and functions such as ``parse_namesrv`` or ``parse_credentials``
+that call them), and in ``spark_connector/_client_options.py`` (``_text``, ``_flag``: TLS,
+``securityToken``).
 No single table declares them, so the guide's tables are written by hand, and this hook
 reads the modules' source (``ast``: no pyspark needed) to find every option name each parser
 reaches, and fails the build when a table between ``<!-- spark-options: reader -->`` (or
@@ -33,11 +35,18 @@ from mkdocs.exceptions import PluginError
 
 SOURCE = Path(__file__).resolve().parents[2] / "spark_connector" / "_options.py"
 CLIENT_SOURCE = SOURCE.with_name("_client_options.py")
+#: Every module whose functions the parsers call to read options.
+OPTION_SOURCES = (
+    SOURCE,
+    SOURCE.with_name("_sink_options.py"),
+    SOURCE.with_name("_option_values.py"),
+    CLIENT_SOURCE,
+)
 SCHEMA_SOURCE = SOURCE.with_name("_schema.py")
 #: The parser function behind each table.
 PARSERS = {"reader": "parse_read_options", "writer": "parse_sink_options"}
 #: The helpers whose second argument is an option's name.
-_READERS = frozenset({"_get", "_int", "_bool", "_text", "_flag"})
+_READERS = frozenset({"get_text", "get_int", "get_bool", "get_duration_ms", "_text", "_flag"})
 _TABLE = re.compile(r"<!-- spark-options: (?P<name>\w+) -->\n(?P<body>.*?)<!-- /spark-options -->", re.DOTALL)
 _ROW_NAME = re.compile(r"^\|\s*`(?P<option>[A-Za-z][A-Za-z.]*)`", re.MULTILINE)
 _COLUMNS = re.compile(r"<!-- spark-columns -->\n(?P<body>.*?)<!-- /spark-columns -->", re.DOTALL)
@@ -55,7 +64,7 @@ def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
     return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
-def options_read_by(function: str, sources: tuple[Path, ...] = (SOURCE, CLIENT_SOURCE)) -> set[str]:
+def options_read_by(function: str, sources: tuple[Path, ...] = OPTION_SOURCES) -> set[str]:
     """Every option name ``function`` reads, directly or through the functions of ``sources``."""
     functions: dict[str, ast.FunctionDef] = {}
     for source in sources:

@@ -7,6 +7,7 @@ checks the rows against what the producer was told and what raw PULL_MESSAGE req
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -204,9 +205,100 @@ def test_timestamp_range(spark: SparkSession, fmt: str, cluster: Cluster, filled
     assert ids(late) == Counter(s.msg_id for s in filled.sent if s.phase == 1)
     early = read(spark, fmt, cluster, filled.topic, endingTimestamp=str(filled.boundary_ms)).collect()
     assert ids(early) == Counter(s.msg_id for s in filled.sent if s.phase == 0)
-    # After every message: nothing (a 4.x broker's own answer is each queue's last message).
+    # After every message: no queue matches. Kafka's default strategy fails the query, naming the
+    # queues; with "latest" each starts at its latest offset, so nothing is read (a 4.x broker's own
+    # answer is each queue's last message: the connector's correction makes it the max offset).
     future = int(time.time() * 1000) + 3_600_000
-    assert read(spark, fmt, cluster, filled.topic, startingTimestamp=str(future)).collect() == []
+    with pytest.raises(Exception, match="NoOffsetForTimestampError") as info:
+        read(spark, fmt, cluster, filled.topic, startingTimestamp=str(future)).collect()
+    assert f"{filled.topic}/broker-a/0 (at or after {future})" in str(info.value)
+    lenient = read(
+        spark,
+        fmt,
+        cluster,
+        filled.topic,
+        startingTimestamp=str(future),
+        startingOffsetsByTimestampStrategy="latest",
+    )
+    assert lenient.collect() == []
+
+
+def _times(topic: str, times: dict[tuple[str, int], int]) -> str:
+    """``startingOffsetsByTimestamp`` JSON: ``{topic: {broker: {queueId: ms}}}``."""
+    by_broker: dict[str, dict[str, int]] = defaultdict(dict)
+    for (broker, queue_id), ms in times.items():
+        by_broker[broker][str(queue_id)] = ms
+    return json.dumps({topic: by_broker})
+
+
+def test_offsets_by_timestamp_win_for_their_queues(
+    spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled
+) -> None:
+    """``startingOffsetsByTimestamp`` starts the queues it names by time; ``startingOffsets`` rules
+    the others (Kafka's precedence); ``endingOffsetsByTimestamp`` ends its queues by time."""
+    timed = {("broker-a", 0): filled.boundary_ms, ("broker-b", 3): filled.boundary_ms}
+    rows = read(
+        spark,
+        fmt,
+        cluster,
+        filled.topic,
+        startingOffsetsByTimestamp=_times(filled.topic, timed),
+        startingOffsets="latest",  # every other queue: nothing
+    ).collect()
+    assert ids(rows) == Counter(
+        s.msg_id for s in filled.sent if (s.broker, s.queue_id) in timed and s.phase == 1
+    )
+
+    ended = read(
+        spark,
+        fmt,
+        cluster,
+        filled.topic,
+        endingOffsetsByTimestamp=_times(filled.topic, {("broker-b", 1): filled.boundary_ms}),
+    ).collect()
+    assert ids(ended) == Counter(
+        s.msg_id for s in filled.sent if (s.broker, s.queue_id) != ("broker-b", 1) or s.phase == 0
+    )
+
+
+def test_the_global_time_wins_over_the_offset_options(
+    spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled
+) -> None:
+    rows = read(
+        spark,
+        fmt,
+        cluster,
+        filled.topic,
+        startingTimestamp=str(filled.boundary_ms),
+        startingOffsetsByTimestamp=_times(filled.topic, {("broker-a", 0): 0}),
+        startingOffsets="earliest",
+    ).collect()
+    assert ids(rows) == Counter(s.msg_id for s in filled.sent if s.phase == 1)
+
+
+def test_a_queue_time_no_message_matches(
+    spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled
+) -> None:
+    future = int(time.time() * 1000) + 3_600_000
+    spec = _times(filled.topic, {("broker-b", 2): future, ("broker-a", 1): filled.boundary_ms})
+    with pytest.raises(Exception, match="NoOffsetForTimestampError") as info:
+        read(spark, fmt, cluster, filled.topic, startingOffsetsByTimestamp=spec).collect()
+    assert f"{filled.topic}/broker-b/2" in str(info.value)
+    assert f"{filled.topic}/broker-a/1" not in str(info.value)
+    rows = read(
+        spark,
+        fmt,
+        cluster,
+        filled.topic,
+        startingOffsetsByTimestamp=spec,
+        startingOffsetsByTimestampStrategy="latest",
+    ).collect()
+    assert ids(rows) == Counter(
+        s.msg_id
+        for s in filled.sent
+        if (s.broker, s.queue_id) != ("broker-b", 2)
+        and ((s.broker, s.queue_id) != ("broker-a", 1) or s.phase == 1)
+    )
 
 
 def test_filters_narrow_the_read(spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled) -> None:

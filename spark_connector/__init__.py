@@ -32,7 +32,12 @@ from typing import Any
 
 # First: without the spark extra, say which extra to install instead of a bare ModuleNotFoundError.
 import spark_connector._check_extra  # noqa: F401
-from spark_connector._errors import DataLossError, SparkOptionError, SparkSchemaError
+from spark_connector._errors import (
+    DataLossError,
+    NoOffsetForTimestampError,
+    SparkOptionError,
+    SparkSchemaError,
+)
 from spark_connector._schema import ARROW_SCHEMA, SCHEMA_DDL, SPARK_SCHEMA
 from spark_connector._source import FORMAT, PUSHDOWN_CONF, RocketMQDataSource, RocketMQPushdownDataSource
 
@@ -42,6 +47,7 @@ __all__ = [
     "SCHEMA_DDL",
     "SPARK_SCHEMA",
     "DataLossError",
+    "NoOffsetForTimestampError",
     "RocketMQDataSource",
     "RocketMQPushdownDataSource",
     "SparkOptionError",

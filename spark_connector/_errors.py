@@ -5,16 +5,19 @@
     │   ├── InvalidOption (also a ValueError)
     │   │   └── SparkOptionError   an option is missing, conflicts with another or does not parse
     │   └── SparkSchemaError       a schema given with ``.schema(...)`` that the source cannot return
-    └── DataLossError          messages the query asked for are gone
+    ├── DataLossError          messages the query asked for are gone
+    └── NoOffsetForTimestampError  a starting time no message of a queue matches
+                                   (``startingOffsetsByTimestampStrategy=error``)
 
-The two client errors are raised while Spark plans the query, before anything is read.
+The two client errors are raised while Spark plans the query, before anything is read; so is
+:class:`NoOffsetForTimestampError`, once the brokers have answered.
 """
 
 from __future__ import annotations
 
 from rocketmq_py.errors import ClientError, InvalidOption, RocketMQError
 
-__all__ = ["DataLossError", "SparkOptionError", "SparkSchemaError"]
+__all__ = ["DataLossError", "NoOffsetForTimestampError", "SparkOptionError", "SparkSchemaError"]
 
 
 class SparkOptionError(InvalidOption):
@@ -72,3 +75,30 @@ class DataLossError(RocketMQError):
         self.queue = queue
         self.requested = requested
         self.available = available
+
+
+class NoOffsetForTimestampError(RocketMQError):
+    """A starting time matches no message of a queue: none was stored at or after it.
+
+    Raised while Spark plans the query (a batch read, or the first batch of a stream) with
+    ``startingOffsetsByTimestampStrategy=error``, the default, as Spark's Kafka source fails when
+    Kafka finds no offset for a time; with ``latest`` such queues start at their latest offset
+    instead (a stream then reads the messages that arrive later).
+
+    Attributes:
+        option: the option that gave the time (``startingTimestamp`` or
+            ``startingOffsetsByTimestamp``).
+        queues: ``"topic/broker/queueId"`` of every queue without a match, in queue order.
+        timestamps: the time asked of each of those queues (epoch ms), by queue.
+    """
+
+    def __init__(self, option: str, timestamps: dict[str, int]) -> None:
+        shown = ", ".join(f"{queue} (at or after {ts})" for queue, ts in list(timestamps.items())[:5])
+        more = f" and {len(timestamps) - 5} more" if len(timestamps) > 5 else ""
+        super().__init__(
+            f"option {option!r}: no message was stored at or after the time asked of queue {shown}{more}; "
+            "set startingOffsetsByTimestampStrategy=latest to start such queues at their latest offset"
+        )
+        self.option = option
+        self.queues = list(timestamps)
+        self.timestamps = timestamps

@@ -63,6 +63,7 @@ __all__ = [
     "run_with_api",
     "run_with_retries",
     "search_offsets",
+    "search_queue_offsets",
     "transport_failures",
 ]
 
@@ -283,10 +284,22 @@ async def search_offsets(
     The same on every broker release: an older broker's answer is corrected with pulls under
     ``group`` (:func:`~rocketmq_py.lowlevel.offset_for_timestamp`).
     """
+    listed = list(states)
+    return await search_queue_offsets(api, listed, {s.queue: timestamp_ms for s in listed}, group=group)
+
+
+async def search_queue_offsets(
+    api: RemotingApi, states: Iterable[QueueState], times: Mapping[MessageQueue, int], *, group: str
+) -> dict[MessageQueue, int]:
+    """:func:`search_offsets` with a time per queue: the queues of ``states`` that ``times`` names.
+
+    A queue's answer is its max offset when no message was stored at or after its time (an empty
+    queue's too).
+    """
     found: dict[MessageQueue, int] = {}
     limiter = trio.CapacityLimiter(_PLANNING_CONCURRENCY)
 
-    async def one(state: QueueState) -> None:
+    async def one(state: QueueState, timestamp_ms: int) -> None:
         q = state.queue
         if state.max_offset <= state.min_offset:
             found[q] = state.max_offset
@@ -297,7 +310,8 @@ async def search_offsets(
 
     async with trio.open_nursery() as nursery:
         for state in states:
-            nursery.start_soon(one, state)
+            if state.queue in times:
+                nursery.start_soon(one, state, times[state.queue])
     return found
 
 

@@ -47,8 +47,11 @@ from spark_connector._offset_spec import (
     LATEST,
     OffsetSpec,
     SpecificOffsets,
+    TimestampSpec,
+    TimestampStrategy,
     parse_offset_spec,
-    wrap_spec,
+    parse_window,
+    wrap_window,
 )
 from spark_connector._option_values import (
     TOPIC_NAME,
@@ -110,7 +113,14 @@ class ReadOptions:
         topic_pattern: a regular expression matched in full against the NameServer's topic list.
         starting: where reading starts (``startingOffsets``).
         ending: where a batch read ends (``endingOffsets``; always ``latest`` for streams).
-        starting_timestamp, ending_timestamp: epoch ms resolved per queue by the broker.
+        starting_timestamp, ending_timestamp: epoch ms resolved per queue by the broker
+            (``startingTimestamp`` / ``endingTimestamp``); they win over the two below and over
+            :attr:`starting` / :attr:`ending` (see :class:`~spark_connector._offset_spec.ReadWindow`).
+        starting_by_timestamp, ending_by_timestamp: epoch ms per queue
+            (``startingOffsetsByTimestamp`` / ``endingOffsetsByTimestamp``); a queue named here
+            ignores :attr:`starting` / :attr:`ending`.
+        timestamp_strategy: what a starting time no message of a queue matches does
+            (``startingOffsetsByTimestampStrategy``): ``error`` or ``latest``.
         sub_expression: the TAG expression (``"*"`` for everything).
         num_partitions: Spark partitions, each one consumer id (``None``: one per queue).
         allocate_strategy: the allocation strategy's Java name (``AVG``, ``AVG_BY_CIRCLE``, ...).
@@ -137,6 +147,9 @@ class ReadOptions:
     ending: OffsetSpec = "latest"
     starting_timestamp: int | None = None
     ending_timestamp: int | None = None
+    starting_by_timestamp: TimestampSpec | None = None
+    ending_by_timestamp: TimestampSpec | None = None
+    timestamp_strategy: TimestampStrategy = "error"
     sub_expression: str = "*"
     num_partitions: int | None = None
     allocate_strategy: str = DEFAULT_ALLOCATE_STRATEGY
@@ -171,6 +184,9 @@ _NAMES: Final = {
         "endingOffsets",
         "startingTimestamp",
         "endingTimestamp",
+        "startingOffsetsByTimestamp",
+        "endingOffsetsByTimestamp",
+        "startingOffsetsByTimestampStrategy",
         "subExpression",
         "numPartitions",
         "allocateStrategy",
@@ -232,7 +248,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     Args:
         options: Spark's options (lower-case keys, string values); any mapping works.
         streaming: for ``readStream`` (``startingOffsets`` then defaults to ``latest``, and
-            ``endingOffsets`` / ``endingTimestamp`` are refused).
+            the ending options are refused).
 
     Raises:
         SparkOptionError: a required option is missing or a value is bad; the message names it.
@@ -240,34 +256,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     lowered = {str(k).lower(): str(v) for k, v in options.items()}
     namesrv = parse_namesrv(lowered)
     topics, pattern = _topics(lowered)
-    start_text = get_text(lowered, "startingOffsets")
-    starting: OffsetSpec = (
-        parse_offset_spec("startingOffsets", start_text)
-        if start_text is not None
-        else ("latest" if streaming else "earliest")
-    )
-    end_text = get_text(lowered, "endingOffsets")
-    if streaming and end_text is not None:
-        raise SparkOptionError("endingOffsets", "is for batch reads only; a stream reads on")
-    ending: OffsetSpec = (
-        parse_offset_spec("endingOffsets", end_text, allow_earliest=False)
-        if end_text is not None
-        else "latest"
-    )
-    starting_ts = get_int(lowered, "startingTimestamp", minimum=0)
-    ending_ts = get_int(lowered, "endingTimestamp", minimum=0)
-    if streaming and ending_ts is not None:
-        raise SparkOptionError("endingTimestamp", "is for batch reads only; a stream reads on")
-    if starting_ts is not None and start_text is not None:
-        raise SparkOptionError(
-            "startingTimestamp", "give either 'startingOffsets' or 'startingTimestamp', not both"
-        )
-    if ending_ts is not None and end_text is not None:
-        raise SparkOptionError(
-            "endingTimestamp", "give either 'endingOffsets' or 'endingTimestamp', not both"
-        )
-    if starting_ts is not None and ending_ts is not None and ending_ts < starting_ts:
-        raise SparkOptionError("endingTimestamp", f"{ending_ts} is before startingTimestamp {starting_ts}")
+    window = parse_window(lowered, streaming=streaming)
     strategy_text = get_text(lowered, "allocateStrategy") or DEFAULT_ALLOCATE_STRATEGY
     try:
         strategy = get_strategy(strategy_text).name
@@ -289,14 +278,18 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     extra = {k: v for k, v in lowered.items() if k not in _NAMES and not k.startswith(CLIENT_PREFIX)}
     access_key, secret_key = parse_credentials(lowered)
     namespace = parse_namespace(lowered)
+    window = wrap_window(namespace, window)
     return ReadOptions(
         namesrv=namesrv,
         topics=tuple(wrap_name(namespace, t) for t in topics),
         topic_pattern=pattern,
-        starting=wrap_spec(namespace, starting),
-        ending=wrap_spec(namespace, ending),
-        starting_timestamp=starting_ts,
-        ending_timestamp=ending_ts,
+        starting=window.starting,
+        ending=window.ending,
+        starting_timestamp=window.starting_timestamp,
+        ending_timestamp=window.ending_timestamp,
+        starting_by_timestamp=window.starting_by_timestamp,
+        ending_by_timestamp=window.ending_by_timestamp,
+        timestamp_strategy=window.timestamp_strategy,
         sub_expression=_sub_expression(lowered),
         num_partitions=get_int(lowered, "numPartitions", minimum=1),
         allocate_strategy=strategy,

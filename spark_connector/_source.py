@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -39,12 +39,13 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from rocketmq_py.lowlevel import RemotingApi
+from rocketmq_py.protocol import MessageQueue
 from spark_connector._metadata import (
     queue_states,
     resolve_topics,
     run_with_api,
     run_with_retries,
-    search_offsets,
+    search_queue_offsets,
 )
 from spark_connector._options import ReadOptions, parse_read_options
 from spark_connector._planning import QueueRange, RocketMQPartition, plan_partitions, resolve_ranges
@@ -52,6 +53,7 @@ from spark_connector._pushdown import Pushdown, push_filters
 from spark_connector._read import READER_GROUP, iter_partition
 from spark_connector._schema import ALL_COLUMNS, SPARK_SCHEMA, Projection, parse_read_schema
 from spark_connector._stream import RocketMQStreamReader
+from spark_connector._timestamps import check_matched, narrowed_times, queue_times
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -151,8 +153,6 @@ class RocketMQBatchReader(DataSourceReader):
     def plan_ranges(self) -> list[QueueRange]:
         """Every queue's range after the options and the pushed filters (one short trio run)."""
         options, pushdown = self.options, self.pushdown
-        start_ts = _latest(options.starting_timestamp, pushdown.ts_lo)
-        end_ts = _earliest(options.ending_timestamp, pushdown.ts_hi)
 
         async def plan(api: RemotingApi) -> list[QueueRange]:
             topics = await resolve_topics(api, options)
@@ -166,21 +166,31 @@ class RocketMQBatchReader(DataSourceReader):
                 ]
             else:
                 keep = states
-            starting = (
-                await search_offsets(api, keep, start_ts, group=READER_GROUP)
-                if start_ts is not None
-                else None
+            # The times the options ask of each queue, then narrowed by a pushed store_timestamp
+            # filter (which only narrows: it never moves a start below the option's).
+            start_times = queue_times(
+                keep, every=options.starting_timestamp, by_queue=options.starting_by_timestamp
             )
-            ending = (
-                await search_offsets(api, keep, end_ts, group=READER_GROUP) if end_ts is not None else None
+            end_times = queue_times(
+                keep, every=options.ending_timestamp, by_queue=options.ending_by_timestamp
             )
-            # A timestamp from a pushed filter only narrows: it never moves a start below the option's.
+            start_search = narrowed_times(start_times, keep, pushdown.ts_lo, keep="later")
+            end_search = narrowed_times(end_times, keep, pushdown.ts_hi, keep="earlier")
+            starting = await search_queue_offsets(api, keep, start_search, group=READER_GROUP)
+            ending = await search_queue_offsets(api, keep, end_search, group=READER_GROUP)
+            check_matched(
+                keep,
+                {q: ts for q, ts in start_times.items() if start_search[q] == ts},
+                starting,
+                strategy=options.timestamp_strategy,
+                option=_starting_time_option(options),
+            )
             ranges = resolve_ranges(
                 states,
                 starting=options.starting,
                 ending=options.ending,
-                starting_offsets=starting if options.starting_timestamp is not None else None,
-                ending_offsets=ending if options.ending_timestamp is not None else None,
+                starting_offsets={q: starting[q] for q in start_times},
+                ending_offsets={q: ending[q] for q in end_times},
                 fail_on_data_loss=options.fail_on_data_loss,
             )
             narrowed = pushdown.narrow(ranges)
@@ -246,19 +256,18 @@ def _planned_without_pushdown() -> bool:
     return False
 
 
-def _latest(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else max(a, b)
+def _starting_time_option(options: ReadOptions) -> str:
+    """The option that gave the starting times (for the error of a time no message matches)."""
+    return "startingTimestamp" if options.starting_timestamp is not None else "startingOffsetsByTimestamp"
 
 
-def _earliest(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else min(a, b)
-
-
-def _clip(r: QueueRange, starting: Any, ending: Any) -> QueueRange:
+def _clip(
+    r: QueueRange, starting: Mapping[MessageQueue, int], ending: Mapping[MessageQueue, int]
+) -> QueueRange:
     start, end = r.start, r.end
     q = r.queue
-    if starting is not None and q in starting:
+    if q in starting:
         start = max(start, starting[q])
-    if ending is not None and q in ending:
+    if q in ending:
         end = min(end, ending[q])
     return QueueRange(r.topic, r.broker_name, r.queue_id, start, max(start, end), r.address)

@@ -5,7 +5,9 @@ Spark's checkpoint is the source of truth: a restarted query resumes from its la
 offsets, and a batch replayed after a failure reads exactly ``[start, end)`` again, because
 RocketMQ queues are addressable by offset.
 
-* ``initialOffset`` -- from ``startingOffsets`` (default ``latest``) or ``startingTimestamp``.
+* ``initialOffset`` -- from ``startingTimestamp``, ``startingOffsetsByTimestamp`` or
+  ``startingOffsets`` (default ``latest``), the first that names a queue; a starting time no
+  message matches fails (``startingOffsetsByTimestampStrategy=error``) or starts at the latest offset.
 * ``latestOffset(start, limit)`` -- the queues' max offsets, cut back by the read limit
   (``maxRecordsPerBatch`` -> ``ReadMaxRows``, shared fairly over the queues). The signature with
   defaulted parameters works on pyspark 4.0/4.1 too, which call it with no argument and have no
@@ -40,7 +42,7 @@ from spark_connector._metadata import (
     resolve_topics,
     run_with_api,
     run_with_retries,
-    search_offsets,
+    search_queue_offsets,
 )
 from spark_connector._offsets import Offsets, limit_offsets, offsets_to_ranges, parse_queue_key, total_rows
 from spark_connector._options import ReadOptions
@@ -53,6 +55,7 @@ from spark_connector._planning import (
 )
 from spark_connector._read import READER_GROUP, iter_partition
 from spark_connector._schema import ALL_COLUMNS, Projection
+from spark_connector._timestamps import check_matched, queue_times
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
@@ -124,23 +127,47 @@ class _StreamReader(DataSourceStreamReader):
 
     # --- the DataSourceStreamReader API -------------------------------------------------------------
 
-    def initialOffset(self) -> dict[str, int]:
-        snap = self._snapshot()
-        starting_offsets = None
-        if self.options.starting_timestamp is not None:
-            ts = self.options.starting_timestamp
+    def _fetch_start(self) -> tuple[list[QueueState], dict[MessageQueue, int], dict[MessageQueue, int]]:
+        """The queues, the starting time asked of each (if any) and the offsets their brokers found.
 
-            async def search(api: RemotingApi) -> Any:
-                return await search_offsets(api, snap.states, ts, group=READER_GROUP)
+        One attempt reads the queues and searches their offsets, so that a retry after a broker
+        went away in between reads the route anew for both (a search on the old route's address
+        would fail every time).
+        """
+        options = self.options
+        if options.starting_timestamp is None and options.starting_by_timestamp is None:
+            return self._fetch_states(), {}, {}
 
-            starting_offsets = run_with_retries(
-                self.options, "searching offsets by time", lambda: run_with_api(self.options, search)
+        async def fetch(
+            api: RemotingApi,
+        ) -> tuple[list[QueueState], dict[MessageQueue, int], dict[MessageQueue, int]]:
+            states = await queue_states(api, options, await resolve_topics(api, options))
+            times = queue_times(
+                states, every=options.starting_timestamp, by_queue=options.starting_by_timestamp
             )
+            return states, times, await search_queue_offsets(api, states, times, group=READER_GROUP)
+
+        return run_with_retries(
+            options, "reading the queues' starting offsets", lambda: run_with_api(options, fetch)
+        )
+
+    def initialOffset(self) -> dict[str, int]:
+        states, times, found = self._fetch_start()
+        snap = self._snapshot(states)
+        check_matched(
+            snap.states,
+            times,
+            found,
+            strategy=self.options.timestamp_strategy,
+            option="startingTimestamp"
+            if self.options.starting_timestamp is not None
+            else "startingOffsetsByTimestamp",
+        )
         ranges = resolve_ranges(
             snap.states,
             starting=self.options.starting,
             ending="latest",
-            starting_offsets=starting_offsets,
+            starting_offsets=found,
             fail_on_data_loss=self.options.fail_on_data_loss,
         )
         return {r.key: r.start for r in ranges}

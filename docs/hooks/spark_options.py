@@ -40,6 +40,7 @@ OPTION_SOURCES = (
     SOURCE,
     SOURCE.with_name("_sink_options.py"),
     SOURCE.with_name("_option_values.py"),
+    SOURCE.with_name("_offset_spec.py"),
     CLIENT_SOURCE,
 )
 SCHEMA_SOURCE = SOURCE.with_name("_schema.py")

@@ -84,6 +84,49 @@ def test_stream_options() -> None:
     assert o.starting_timestamp == 1000
 
 
+def test_offsets_by_timestamp() -> None:
+    o = parse_read_options(
+        {
+            **BASE,
+            "startingOffsetsByTimestamp": '{"t1": {"broker-a": {"0": 1000, "3": 2000}}}',
+            "endingOffsetsByTimestamp": '{"t1": {"broker-b": {"1": 500}}}',
+            "startingOffsets": "latest",
+            "STARTINGOFFSETSBYTIMESTAMPSTRATEGY": "Latest",
+        },
+        streaming=False,
+    )
+    assert o.starting_by_timestamp == {"t1": {"broker-a": {0: 1000, 3: 2000}}}
+    assert o.ending_by_timestamp == {"t1": {"broker-b": {1: 500}}}
+    assert o.starting == "latest"  # for the queues the timestamps do not name
+    assert o.timestamp_strategy == "latest"
+    assert parse_read_options(BASE, streaming=True).timestamp_strategy == "error"  # Kafka's default
+
+
+def test_a_global_time_shadows_the_per_queue_times_as_in_kafka() -> None:
+    """Kafka's precedence: startingTimestamp, then startingOffsetsByTimestamp, then startingOffsets."""
+    o = parse_read_options(
+        {
+            **BASE,
+            "startingTimestamp": "7",
+            "startingOffsetsByTimestamp": '{"t1": {"b": {"0": 1}}}',
+            "startingOffsets": "earliest",
+            "endingTimestamp": "9",
+            "endingOffsetsByTimestamp": '{"t1": {"b": {"0": 2}}}',  # before 7, but shadowed: no error
+            "endingOffsets": "latest",
+        },
+        streaming=False,
+    )
+    assert (o.starting_timestamp, o.starting_by_timestamp) == (7, None)
+    assert (o.ending_timestamp, o.ending_by_timestamp) == (9, None)
+
+
+def test_times_of_a_namespace_name_the_wrapped_topics() -> None:
+    o = parse_read_options(
+        {**BASE, "namespace": "ns1", "startingOffsetsByTimestamp": '{"t1": {"b": {"0": 1}}}'}, streaming=True
+    )
+    assert o.starting_by_timestamp == {"ns1%t1": {"b": {0: 1}}}
+
+
 def test_topic_pattern() -> None:
     o = parse_read_options({"namesrv": "h:1", "topicPattern": "it-.*"}, streaming=False)
     assert o.topics == ()
@@ -130,7 +173,43 @@ def test_options_pickle() -> None:
         ({**BASE, "endingOffsets": "latest"}, True, "endingOffsets"),
         ({**BASE, "startingTimestamp": "yesterday"}, False, "startingTimestamp"),
         ({**BASE, "startingTimestamp": "-5"}, False, "startingTimestamp"),
-        ({**BASE, "startingTimestamp": "5", "startingOffsets": "earliest"}, False, "startingTimestamp"),
+        ({**BASE, "startingOffsetsByTimestamp": "yesterday"}, False, "startingOffsetsByTimestamp"),
+        (
+            {**BASE, "startingOffsetsByTimestamp": '{"t1": {"b": {"0": -1}}}'},
+            False,
+            "startingOffsetsByTimestamp",
+        ),
+        (
+            {**BASE, "startingOffsetsByTimestamp": '{"t1": {"b": {"-1": 5}}}'},
+            False,
+            "startingOffsetsByTimestamp",
+        ),
+        (
+            {**BASE, "startingOffsetsByTimestamp": '{"t1": {"b": {"0": true}}}'},
+            False,
+            "startingOffsetsByTimestamp",
+        ),
+        ({**BASE, "startingOffsetsByTimestamp": '{"t1": {}}'}, False, "startingOffsetsByTimestamp"),
+        ({**BASE, "endingOffsetsByTimestamp": '{"t1": {"b": {"0": 5}}}'}, True, "endingOffsetsByTimestamp"),
+        (
+            {**BASE, "startingOffsetsByTimestampStrategy": "earliest"},
+            False,
+            "startingOffsetsByTimestampStrategy",
+        ),
+        (
+            {**BASE, "startingOffsetsByTimestamp": '{"t1": {"b": {"0": 9}}}', "endingTimestamp": "5"},
+            False,
+            "endingTimestamp",
+        ),
+        (
+            {
+                **BASE,
+                "startingOffsetsByTimestamp": '{"t1": {"b": {"0": 9}}}',
+                "endingOffsetsByTimestamp": '{"t1": {"b": {"0": 5, "1": 1}}}',
+            },
+            False,
+            "endingOffsetsByTimestamp",
+        ),
         ({**BASE, "startingTimestamp": "9", "endingTimestamp": "5"}, False, "endingTimestamp"),
         ({**BASE, "endingTimestamp": "5"}, True, "endingTimestamp"),
         ({**BASE, "numPartitions": "0"}, False, "numPartitions"),

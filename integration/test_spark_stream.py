@@ -3,10 +3,16 @@
 A ``Trigger.AvailableNow`` query with ``maxRecordsPerBatch`` reads a filled topic in bounded
 micro-batches, every message exactly once; restarted on the same checkpoint after more messages
 arrive, it reads only those; with ``commitToGroup`` the group's stored offsets follow the query.
+``maxRecordsPerBatch`` splits a batch over the queues by their backlog and the progress reports
+the latest offsets; ``minOffsetsPerTrigger`` holds batches back until enough records are new or
+``maxTriggerDelay`` has passed.
 """
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -20,7 +26,7 @@ from integration._spark_streams import start_stream
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.producer._producer import Producer
-from rocketmq_py.protocol import Message
+from rocketmq_py.protocol import Message, MessageQueue
 from rocketmq_py.testing import Cluster
 
 QUEUES = 8
@@ -126,3 +132,139 @@ def test_available_now_bounded_batches_restart_and_group_offsets(
     assert min(batch_id for batch_id, _ in again) > max(batch_id for batch_id, _ in batches)
     assert all(len(rows) <= MAX_PER_BATCH for _, rows in again)
     assert group_offsets(cluster, topic, group) == ends(batches + again[:-1])
+
+
+def produce_to(cluster: Cluster, topic: str, counts: dict[tuple[str, int], int], prefix: str = "q") -> None:
+    """Send ``counts[(broker, queue_id)]`` messages to each of those queues."""
+
+    async def run() -> None:
+        async with Producer("spark-stream-it", namesrv=cluster.namesrv_addr) as producer:
+            for (broker, queue_id), n in counts.items():
+                queue = MessageQueue(topic, broker, queue_id)
+                for i in range(n):
+                    await producer.send(
+                        Message(topic, f"{prefix}-{broker}-{queue_id}-{i}".encode()), queue=queue
+                    )
+
+    trio.run(run)
+
+
+def _offsets(value: Any) -> dict[str, int]:
+    """An offset of the progress (a JSON string or already a dict)."""
+    return {str(k): int(v) for k, v in (json.loads(value) if isinstance(value, str) else value).items()}
+
+
+def test_max_records_per_batch_follows_the_backlogs_and_the_progress_shows_the_latest(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path, create_topic: Any
+) -> None:
+    """Backlogs of 90 and 10 with ``maxRecordsPerBatch=20``: each batch reads 18 and 2 (Kafka's
+    ``maxOffsetsPerTrigger`` split), not 10 and 10; each progress reports the latest offsets (the
+    availableNow target) next to the batch's end, so the query's backlog shows."""
+    spark_connector.register(spark)
+    topic = create_topic(2, prefix="spark-share")
+    produce_to(cluster, topic, {("broker-a", 0): 90, ("broker-a", 1): 10})
+    per_batch: list[Counter[tuple[str, int]]] = []
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        found = Counter(
+            (r["broker_name"], r["queue_id"]) for r in df.select("broker_name", "queue_id").collect()
+        )
+        if found:
+            per_batch.append(found)
+
+    stream = (
+        spark.readStream.format("rocketmq")
+        .option("namesrv", cluster.namesrv_addr)
+        .option("topic", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxRecordsPerBatch", "20")
+        .load()
+    )
+    query = start_stream(
+        lambda: (
+            stream.writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+    )
+    query.awaitTermination(timeout=300)
+    assert query.exception() is None
+    assert per_batch == [Counter({("broker-a", 0): 18, ("broker-a", 1): 2})] * 5
+    a0, a1 = f"{topic}/broker-a/0", f"{topic}/broker-a/1"
+    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    first = progress[0]["sources"][0]
+    assert _offsets(first["endOffset"])[a0] == 18
+    assert _offsets(first["latestOffset"])[a0] == 90  # 72 records behind after the first batch
+    assert _offsets(first["latestOffset"])[a1] == 10
+    last = progress[-1]["sources"][0]
+    assert _offsets(last["endOffset"])[a0] == _offsets(last["latestOffset"])[a0] == 90
+
+
+def test_min_offsets_per_trigger_holds_batches_until_enough_records_or_the_delay(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path, create_topic: Any
+) -> None:
+    """A running query (processing-time trigger, 0.5 s): the first batch goes at once; then 10 new
+    records wait (30 needed, 20 s delay); 25 more make a batch; a last few wait out the delay."""
+    spark_connector.register(spark)
+    topic = create_topic(1, prefix="spark-min")
+    produce_to(cluster, topic, {("broker-a", 0): 5}, prefix="first")
+    batches: list[tuple[float, int]] = []  # (driver clock, rows)
+    lock = threading.Lock()
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        rows = df.count()
+        if rows:
+            with lock:
+                batches.append((time.monotonic(), rows))
+
+    def wait_for(count: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with lock:
+                if len(batches) >= count:
+                    return
+            assert query.exception() is None
+            time.sleep(0.2)
+        raise AssertionError(f"{count} batches with rows expected within {timeout} s, got {batches}")
+
+    delay = 20.0
+    stream = (
+        spark.readStream.format("rocketmq")
+        .option("namesrv", cluster.namesrv_addr)
+        .option("topic", topic)
+        .option("startingOffsets", "earliest")
+        .option("minOffsetsPerTrigger", "30")
+        .option("maxTriggerDelay", f"{int(delay)}s")
+        .load()
+    )
+    query = start_stream(
+        lambda: (
+            stream.writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(processingTime="500 milliseconds")
+            .start()
+        )
+    )
+    try:
+        wait_for(1, 120)
+        assert batches[0][1] == 5  # the first batch does not wait for the minimum
+        produce_to(cluster, topic, {("broker-a", 0): 10}, prefix="few")
+        time.sleep(5)
+        assert len(batches) == 1, batches  # 10 new of 30, 5 s of 20: held back
+        produce_to(cluster, topic, {("broker-a", 0): 25}, prefix="enough")
+        wait_for(2, 60)
+        assert batches[1][1] >= 30
+        assert batches[1][0] - batches[0][0] < delay  # went for the records, not the delay
+        total = sum(rows for _, rows in batches)
+        if total < 40:  # the last records of the 25 arrived after the batch: they wait out the delay
+            wait_for(3, delay + 60)
+            assert batches[2][0] - batches[1][0] >= delay - 3
+        produce_to(cluster, topic, {("broker-a", 0): 3}, prefix="late")
+        last = len(batches)
+        wait_for(last + 1, delay + 60)
+        assert batches[last][1] == 3
+        assert batches[last][0] - batches[last - 1][0] >= delay - 3  # held back for the delay
+    finally:
+        query.stop()
+    assert sum(rows for _, rows in batches) == 43

@@ -1,5 +1,10 @@
 """Streaming offsets, with no I/O: the JSON Spark checkpoints and the admission-control arithmetic.
 
+Admission control, as Spark's Kafka source does it: ``maxRecordsPerBatch`` (Kafka's
+``maxOffsetsPerTrigger``) is split over the queues in proportion to their backlog
+(:func:`backlog_shares`, :func:`limit_offsets`), and ``minOffsetsPerTrigger`` holds a micro-batch
+back until enough records are new or ``maxTriggerDelay`` has passed (:func:`wait_for_more`).
+
 An offset is a flat JSON object ``{"topic/broker/queueId": next_offset}`` (string keys: Spark
 round-trips offsets through ``json``, which would turn integer keys into strings anyway). A
 queue's value is the first offset the next micro-batch reads; a batch ``(start, end)`` reads
@@ -15,7 +20,15 @@ from typing import TypeAlias
 from rocketmq_py.errors import MalformedBody
 from spark_connector._planning import QueueRange, queue_key
 
-__all__ = ["Offsets", "limit_offsets", "offsets_to_ranges", "parse_queue_key", "total_rows"]
+__all__ = [
+    "Offsets",
+    "backlog_shares",
+    "limit_offsets",
+    "offsets_to_ranges",
+    "parse_queue_key",
+    "total_rows",
+    "wait_for_more",
+]
 
 #: ``{"topic/broker/queueId": offset}``.
 Offsets: TypeAlias = dict[str, int]
@@ -39,31 +52,68 @@ def total_rows(start: Mapping[str, int], end: Mapping[str, int]) -> int:
     return sum(max(0, value - start.get(key, value)) for key, value in end.items())
 
 
+def backlog_shares(backlogs: Mapping[str, int], budget: int) -> dict[str, int]:
+    """How many of its ``backlogs[key]`` records each queue reads when only ``budget`` may be read.
+
+    Everything when the backlog fits. Otherwise the budget is split in proportion to the backlogs,
+    exactly (the shares add up to ``budget``) and deterministically (whatever the mapping's order):
+    a queue whose proportional share is below one record gets one, so none starves behind large
+    ones (Kafka's source rounds those up), the rest of the budget is split the same way over the
+    other queues, and their fractions go by largest remainder, ties to the first key. With fewer
+    records allowed than queues with a backlog, the largest backlogs get one each. A share is never
+    above its backlog, and a larger backlog never gets less.
+    """
+    waiting = {key: n for key, n in backlogs.items() if n > 0}
+    shares = dict.fromkeys(backlogs, 0)
+    if sum(waiting.values()) <= budget:
+        return {key: max(0, n) for key, n in backlogs.items()}
+    if budget < len(waiting):
+        for key in sorted(waiting, key=lambda k: (-waiting[k], k))[:budget]:
+            shares[key] = 1
+        return shares
+    large = dict(waiting)
+    rest = budget
+    while True:  # each round moves at least one queue out of `large`, or ends
+        total = sum(large.values())
+        small = [key for key, n in large.items() if rest * n < total]
+        if not small:
+            break
+        for key in small:
+            shares[key] = 1
+            del large[key]
+        rest -= len(small)
+    total = sum(large.values())
+    remainders = []
+    for key, n in large.items():
+        whole, remainder = divmod(rest * n, total)
+        shares[key] = whole
+        remainders.append((-remainder, key))
+    for _, key in sorted(remainders)[: budget - sum(shares.values())]:
+        shares[key] += 1
+    return shares
+
+
 def limit_offsets(start: Mapping[str, int], latest: Mapping[str, int], max_rows: int) -> Offsets:
     """``latest`` cut back so that at most ``max_rows`` offsets lie between ``start`` and it.
 
-    Every queue of ``latest`` must be in ``start``. The budget is shared fairly and
-    deterministically: in rounds over the queues in key order, each queue with data left gets an
-    equal share of what is left of the budget (at least one), until the budget or the data runs out.
-    Queues never move backwards: a queue whose ``latest`` is below its start keeps its start.
+    Every queue of ``latest`` must be in ``start``. The budget is shared by :func:`backlog_shares`,
+    in proportion to each queue's backlog (``latest - start``). Queues never move backwards: a
+    queue whose ``latest`` is below its start keeps its start.
     """
     begin = {key: start[key] for key in latest}
-    available = {key: max(0, latest[key] - begin[key]) for key in latest}
-    if sum(available.values()) <= max_rows:
-        return {key: max(begin[key], latest[key]) for key in latest}
-    given = dict.fromkeys(latest, 0)
-    budget = max_rows
-    active = sorted(key for key, n in available.items() if n > 0)
-    while budget > 0 and active:
-        share = max(1, budget // len(active))
-        for key in active:
-            take = min(share, available[key] - given[key], budget)
-            given[key] += take
-            budget -= take
-            if budget == 0:
-                break
-        active = [key for key in active if given[key] < available[key]]
-    return {key: begin[key] + given[key] for key in latest}
+    shares = backlog_shares({key: latest[key] - begin[key] for key in latest}, max_rows)
+    return {key: begin[key] + shares[key] for key in latest}
+
+
+def wait_for_more(
+    new_rows: int, *, min_rows: int, max_delay_ms: int, since_last_batch_ms: float | None
+) -> bool:
+    """Whether a micro-batch waits (``minOffsetsPerTrigger``): fewer than ``min_rows`` records are
+    new and less than ``max_delay_ms`` passed since the last batch. The first batch of a query
+    (``since_last_batch_ms`` is ``None``) never waits, as in Spark's Kafka source."""
+    if since_last_batch_ms is None or since_last_batch_ms >= max_delay_ms:
+        return False
+    return new_rows < min_rows
 
 
 def offsets_to_ranges(

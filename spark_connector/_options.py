@@ -56,6 +56,7 @@ from spark_connector._offset_spec import (
 from spark_connector._option_values import (
     TOPIC_NAME,
     get_bool,
+    get_duration_ms,
     get_int,
     get_text,
     or_default,
@@ -67,6 +68,7 @@ from spark_connector._sink_options import DEFAULT_PRODUCER_GROUP, SinkOptions, p
 
 __all__ = [
     "DEFAULT_ALLOCATE_STRATEGY",
+    "DEFAULT_MAX_TRIGGER_DELAY_MS",
     "DEFAULT_PRODUCER_GROUP",
     "DEFAULT_PULL_BATCH_SIZE",
     "DEFAULT_PULL_TIMEOUT_MS",
@@ -101,6 +103,9 @@ DEFAULT_RETRIES: Final = 3
 DEFAULT_RETRY_INTERVAL_MS: Final = 1_000
 #: The consumer's default strategy (Java ``AllocateMessageQueueAveragely``).
 DEFAULT_ALLOCATE_STRATEGY: Final = "AVG"
+#: The longest a micro-batch waits for ``minOffsetsPerTrigger`` records (the Kafka source's
+#: ``maxTriggerDelay`` default, 15 minutes).
+DEFAULT_MAX_TRIGGER_DELAY_MS: Final = 15 * 60 * 1000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,7 +130,11 @@ class ReadOptions:
         num_partitions: Spark partitions, each one consumer id (``None``: one per queue).
         allocate_strategy: the allocation strategy's Java name (``AVG``, ``AVG_BY_CIRCLE``, ...).
         max_records_per_partition: split ranges so no partition reads more (``None``: no split).
-        max_records_per_batch: streaming admission control (``None``: everything available).
+        max_records_per_batch: streaming admission control: the most records a micro-batch reads,
+            split over the queues in proportion to their backlog (``None``: everything available).
+        min_offsets_per_trigger: streaming: a micro-batch waits until this many records are new
+            (``minOffsetsPerTrigger``), or until :attr:`max_trigger_delay_ms` passed since the last.
+        max_trigger_delay_ms: the longest a micro-batch waits for :attr:`min_offsets_per_trigger`.
         fail_on_data_loss: raise when a requested offset is below the queue's minimum.
         pull_batch_size: messages asked for per pull.
         pull_timeout_ms: deadline of each pull and planning call.
@@ -155,6 +164,8 @@ class ReadOptions:
     allocate_strategy: str = DEFAULT_ALLOCATE_STRATEGY
     max_records_per_partition: int | None = None
     max_records_per_batch: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     fail_on_data_loss: bool = True
     pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE
     pull_timeout_ms: int = DEFAULT_PULL_TIMEOUT_MS
@@ -192,6 +203,8 @@ _NAMES: Final = {
         "allocateStrategy",
         "maxRecordsPerPartition",
         "maxRecordsPerBatch",
+        "minOffsetsPerTrigger",
+        "maxTriggerDelay",
         "failOnDataLoss",
         "pullBatchSize",
         "pullTimeoutMs",
@@ -242,6 +255,24 @@ def _sub_expression(options: Mapping[str, str]) -> str:
     return text
 
 
+def _admission(options: Mapping[str, str], *, streaming: bool) -> tuple[int | None, int | None, int | None]:
+    """``(maxRecordsPerBatch, minOffsetsPerTrigger, maxTriggerDelay in ms)``: streaming only."""
+    max_per_batch = get_int(options, "maxRecordsPerBatch", minimum=1)
+    min_per_trigger = get_int(options, "minOffsetsPerTrigger", minimum=1)
+    max_delay = get_duration_ms(options, "maxTriggerDelay")
+    if not streaming:
+        for name, given, why in (
+            ("maxRecordsPerBatch", max_per_batch, " (see maxRecordsPerPartition)"),
+            ("minOffsetsPerTrigger", min_per_trigger, ""),
+            ("maxTriggerDelay", max_delay, ""),
+        ):
+            if given is not None:
+                raise SparkOptionError(name, f"is for streaming reads only{why}")
+    if max_delay is not None and min_per_trigger is None:
+        raise SparkOptionError("maxTriggerDelay", "means nothing without minOffsetsPerTrigger")
+    return max_per_batch, min_per_trigger, max_delay
+
+
 def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOptions:
     """Parse and check the reader's options.
 
@@ -270,11 +301,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
             validate_group(group)
         except (InvalidGroup, InvalidTopic) as exc:
             raise SparkOptionError("commitToGroup", str(exc)) from None
-    max_per_batch = get_int(lowered, "maxRecordsPerBatch", minimum=1)
-    if max_per_batch is not None and not streaming:
-        raise SparkOptionError(
-            "maxRecordsPerBatch", "is for streaming reads only (see maxRecordsPerPartition)"
-        )
+    max_per_batch, min_per_trigger, max_delay = _admission(lowered, streaming=streaming)
     extra = {k: v for k, v in lowered.items() if k not in _NAMES and not k.startswith(CLIENT_PREFIX)}
     access_key, secret_key = parse_credentials(lowered)
     namespace = parse_namespace(lowered)
@@ -295,6 +322,8 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         allocate_strategy=strategy,
         max_records_per_partition=get_int(lowered, "maxRecordsPerPartition", minimum=1),
         max_records_per_batch=max_per_batch,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=or_default(max_delay, DEFAULT_MAX_TRIGGER_DELAY_MS),
         fail_on_data_loss=get_bool(lowered, "failOnDataLoss", True),
         pull_batch_size=get_int(lowered, "pullBatchSize", minimum=1, maximum=MAX_PULL_BATCH_SIZE)
         or DEFAULT_PULL_BATCH_SIZE,

@@ -8,10 +8,15 @@ RocketMQ queues are addressable by offset.
 * ``initialOffset`` -- from ``startingTimestamp``, ``startingOffsetsByTimestamp`` or
   ``startingOffsets`` (default ``latest``), the first that names a queue; a starting time no
   message matches fails (``startingOffsetsByTimestampStrategy=error``) or starts at the latest offset.
-* ``latestOffset(start, limit)`` -- the queues' max offsets, cut back by the read limit
-  (``maxRecordsPerBatch`` -> ``ReadMaxRows``, shared fairly over the queues). The signature with
-  defaulted parameters works on pyspark 4.0/4.1 too, which call it with no argument and have no
-  admission control: there ``maxRecordsPerBatch`` is ignored with a warning.
+* ``latestOffset(start, limit)`` -- the queues' max offsets, cut back by the read limit, as Spark's
+  Kafka source does (:mod:`spark_connector._offsets`): ``maxRecordsPerBatch`` (``ReadMaxRows``)
+  split over the queues in proportion to their backlog; ``minOffsetsPerTrigger`` (``ReadMinRows``)
+  returns ``start`` (no batch) while fewer records are new and ``maxTriggerDelay`` has not passed
+  since the last batch. The signature with defaulted parameters works on pyspark 4.0/4.1 too,
+  which call it with no argument and have no admission control: there both are ignored with a
+  warning.
+* ``reportLatestOffset`` (pyspark >= 4.2) -- the max offsets the last ``latestOffset`` saw, so the
+  query's progress shows how far behind it is.
 * ``prepareForTriggerAvailableNow`` (pyspark >= 4.2) -- freezes the target offsets, so an
   ``availableNow`` query stops once it has read what existed when it started.
 * ``commit(end)`` -- with ``commitToGroup``, stores ``end`` as that consumer group's offsets
@@ -26,7 +31,8 @@ With ``readStream.schema(...)`` the batches hold only the columns that schema na
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +50,14 @@ from spark_connector._metadata import (
     run_with_retries,
     search_queue_offsets,
 )
-from spark_connector._offsets import Offsets, limit_offsets, offsets_to_ranges, parse_queue_key, total_rows
+from spark_connector._offsets import (
+    Offsets,
+    limit_offsets,
+    offsets_to_ranges,
+    parse_queue_key,
+    total_rows,
+    wait_for_more,
+)
 from spark_connector._options import ReadOptions
 from spark_connector._planning import (
     QueueState,
@@ -93,6 +106,10 @@ class _StreamReader(DataSourceStreamReader):
         self._addresses: dict[str, str] = {}
         self._minimums: Offsets = {}  # from the last snapshot: where queues new to a batch start
         self._warned_no_limit = False
+        self._latest_seen: Offsets | None = None  # what reportLatestOffset reports
+        self._last_batch: float | None = None  # clock time of the last batch with rows
+        #: Seconds, for maxTriggerDelay (monotonic; tests replace it).
+        self._clock: Callable[[], float] = time.monotonic
 
     # --- cluster state ------------------------------------------------------------------------------
 
@@ -173,19 +190,43 @@ class _StreamReader(DataSourceStreamReader):
         return {r.key: r.start for r in ranges}
 
     def getDefaultReadLimit(self) -> Any:
-        if self.options.max_records_per_batch is not None and ReadMaxRows is not None:
-            return ReadMaxRows(self.options.max_records_per_batch)
-        return ReadAllAvailable() if ReadAllAvailable is not None else None
+        """``ReadMinRows`` with ``minOffsetsPerTrigger``, else ``ReadMaxRows`` with
+        ``maxRecordsPerBatch``, else ``ReadAllAvailable``.
+
+        pyspark has no composite limit (Kafka's source returns both a minimum and a maximum): with
+        both options the limit names the minimum, and :meth:`latestOffset` applies the maximum
+        from the options whenever Spark passes this limit back.
+        """
+        options = self.options
+        if ReadMinRows is None or ReadMaxRows is None or ReadAllAvailable is None:  # pragma: no cover
+            return None  # pyspark 4.0 / 4.1: no admission control
+        if options.min_offsets_per_trigger is not None:
+            return ReadMinRows(options.min_offsets_per_trigger)
+        if options.max_records_per_batch is not None:
+            return ReadMaxRows(options.max_records_per_batch)
+        return ReadAllAvailable()
+
+    def reportLatestOffset(self) -> dict[str, int] | None:
+        """The latest offsets the last :meth:`latestOffset` saw, for the query's progress
+        (``StreamingQueryProgress.sources[].latestOffset``, next to ``endOffset``: how far behind
+        the query is); ``None`` before the first. Under ``Trigger.AvailableNow``, the frozen target.
+        No request of its own: Spark asks right after :meth:`latestOffset` (pyspark >= 4.2)."""
+        return None if self._latest_seen is None else dict(self._latest_seen)
 
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
         snap = self._snapshot()
         latest = dict(snap.latest)
         if self._target is not None:
             latest = {k: min(v, latest.get(k, v)) for k, v in self._target.items()}
+        self._latest_seen = latest
         if start is None:  # pyspark 4.0/4.1: no admission control
-            if self.options.max_records_per_batch is not None and not self._warned_no_limit:
+            options = self.options
+            if not self._warned_no_limit and (
+                options.max_records_per_batch is not None or options.min_offsets_per_trigger is not None
+            ):
                 log.warning(
-                    "maxRecordsPerBatch needs pyspark >= 4.2 (admission control); reading all available"
+                    "maxRecordsPerBatch and minOffsetsPerTrigger need pyspark >= 4.2 (admission "
+                    "control); reading all available"
                 )
                 self._warned_no_limit = True
             return latest
@@ -207,16 +248,34 @@ class _StreamReader(DataSourceStreamReader):
                     value,
                 )
                 begin[key] = value
-        if ReadMinRows is not None and isinstance(limit, ReadMinRows) and self._target is None:
-            if total_rows(begin, latest) < limit.min_rows:
-                return {k: int(v) for k, v in start.items()}
-            end = latest
-        elif ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
-            end = limit_offsets(begin, latest, limit.max_rows)
-        else:
-            end = latest
+        end = self._admit(begin, latest, limit)
+        if end is None:  # waiting for minOffsetsPerTrigger records: no batch
+            return {k: int(v) for k, v in start.items()}
+        if total_rows(begin, end) > 0:
+            self._last_batch = self._clock()
         # Queues gone from the route keep their offsets, so a later return resumes there.
         return {**{k: int(v) for k, v in start.items()}, **end}
+
+    def _admit(self, begin: Offsets, latest: Offsets, limit: Any) -> Offsets | None:
+        """Where the next batch ends under ``limit``; ``None`` when it waits for more records."""
+        min_rows: int | None = None
+        max_rows: int | None = None
+        if ReadMinRows is not None and isinstance(limit, ReadMinRows):
+            min_rows, max_rows = limit.min_rows, self.options.max_records_per_batch
+        elif ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            max_rows = limit.max_rows
+        # Under Trigger.AvailableNow no record arrives past the target: waiting would only delay
+        # the end, so the minimum does not apply (Kafka's source waits out maxTriggerDelay).
+        if min_rows is not None and self._target is None:
+            since = None if self._last_batch is None else (self._clock() - self._last_batch) * 1000.0
+            if wait_for_more(
+                total_rows(begin, latest),
+                min_rows=min_rows,
+                max_delay_ms=self.options.max_trigger_delay_ms,
+                since_last_batch_ms=since,
+            ):
+                return None
+        return latest if max_rows is None else limit_offsets(begin, latest, max_rows)
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         if start == end:

@@ -127,6 +127,31 @@ def test_times_of_a_namespace_name_the_wrapped_topics() -> None:
     assert o.starting_by_timestamp == {"ns1%t1": {"b": {0: 1}}}
 
 
+def test_trigger_options() -> None:
+    o = parse_read_options({**BASE, "minOffsetsPerTrigger": "100", "maxTriggerDelay": "30s"}, streaming=True)
+    assert (o.min_offsets_per_trigger, o.max_trigger_delay_ms) == (100, 30_000)
+    assert parse_read_options(BASE, streaming=True).max_trigger_delay_ms == 15 * 60_000  # Kafka's 15m
+
+
+@pytest.mark.parametrize(
+    ("text", "ms"),
+    [
+        ("250", 250),
+        ("250ms", 250),
+        ("2s", 2000),
+        ("2 sec", 2000),
+        ("15m", 900_000),
+        ("1min", 60_000),
+        ("2h", 7_200_000),
+        ("1d", 86_400_000),
+        ("0", 0),
+    ],
+)
+def test_durations(text: str, ms: int) -> None:
+    options = {**BASE, "minOffsetsPerTrigger": "1", "maxTriggerDelay": text}
+    assert parse_read_options(options, streaming=True).max_trigger_delay_ms == ms
+
+
 def test_topic_pattern() -> None:
     o = parse_read_options({"namesrv": "h:1", "topicPattern": "it-.*"}, streaming=False)
     assert o.topics == ()
@@ -219,6 +244,13 @@ def test_options_pickle() -> None:
         ({**BASE, "maxRecordsPerPartition": "0"}, False, "maxRecordsPerPartition"),
         ({**BASE, "maxRecordsPerBatch": "10"}, False, "maxRecordsPerBatch"),
         ({**BASE, "maxRecordsPerBatch": "0"}, True, "maxRecordsPerBatch"),
+        ({**BASE, "minOffsetsPerTrigger": "10"}, False, "minOffsetsPerTrigger"),
+        ({**BASE, "minOffsetsPerTrigger": "0"}, True, "minOffsetsPerTrigger"),
+        ({**BASE, "minOffsetsPerTrigger": "1", "maxTriggerDelay": "5"}, False, "minOffsetsPerTrigger"),
+        ({**BASE, "maxTriggerDelay": "5s"}, True, "maxTriggerDelay"),
+        ({**BASE, "minOffsetsPerTrigger": "1", "maxTriggerDelay": "soon"}, True, "maxTriggerDelay"),
+        ({**BASE, "minOffsetsPerTrigger": "1", "maxTriggerDelay": "5 weeks"}, True, "maxTriggerDelay"),
+        ({**BASE, "minOffsetsPerTrigger": "1", "maxTriggerDelay": "-5s"}, True, "maxTriggerDelay"),
         ({**BASE, "failOnDataLoss": "maybe"}, False, "failOnDataLoss"),
         ({**BASE, "pullBatchSize": "5000"}, False, "pullBatchSize"),
         ({**BASE, "pullTimeoutMs": "0"}, False, "pullTimeoutMs"),

@@ -65,18 +65,92 @@ def test_read_limits() -> None:
     r = reader(BOUNDS, maxRecordsPerBatch="5")
     assert r.getDefaultReadLimit() == ReadMaxRows(5)
     assert reader(BOUNDS).getDefaultReadLimit() == ReadAllAvailable()
+    assert reader(BOUNDS, minOffsetsPerTrigger="3").getDefaultReadLimit() == ReadMinRows(3)
+    both = reader(BOUNDS, minOffsetsPerTrigger="3", maxRecordsPerBatch="5")
+    assert both.getDefaultReadLimit() == ReadMinRows(3)  # pyspark has no composite limit
     start = {"t/a/0": 0, "t/a/1": 2, "t/b/0": 0}
-    end = r.latestOffset(start, ReadMaxRows(5))
-    assert end == {"t/a/0": 3, "t/a/1": 4, "t/b/0": 0}
+    # Backlogs 10 and 2: one record each, the other 3 in proportion (2.7 and 0.3), the last
+    # one to the larger remainder.
+    assert r.latestOffset(start, ReadMaxRows(5)) == {"t/a/0": 4, "t/a/1": 3, "t/b/0": 0}
     assert r.latestOffset(start, ReadAllAvailable()) == {"t/a/0": 10, "t/a/1": 4, "t/b/0": 0}
-    assert r.latestOffset(start, ReadMinRows(100)) == start  # not enough yet: no batch
-    assert r.latestOffset(start, ReadMinRows(12)) == {"t/a/0": 10, "t/a/1": 4, "t/b/0": 0}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_min_offsets_per_trigger_waits_for_records_or_the_delay() -> None:
+    """As Spark's Kafka source: the first batch goes at once; later ones wait for
+    ``minOffsetsPerTrigger`` new records, or until ``maxTriggerDelay`` passed since the last batch."""
+    r = reader({"t/a/0": (0, 2)}, minOffsetsPerTrigger="5", maxTriggerDelay="10s")
+    clock = Clock()
+    r._clock = clock
+    limit = r.getDefaultReadLimit()
+    assert r.latestOffset({"t/a/0": 0}, limit) == {"t/a/0": 2}  # the first batch: no wait
+    r.bounds = {"t/a/0": (0, 4)}
+    clock.now += 3
+    assert r.latestOffset({"t/a/0": 2}, limit) == {"t/a/0": 2}  # 2 new of 5: wait
+    r.bounds = {"t/a/0": (0, 7)}
+    clock.now += 3
+    assert r.latestOffset({"t/a/0": 2}, limit) == {"t/a/0": 7}  # 5 new: go
+    r.bounds = {"t/a/0": (0, 8)}
+    clock.now += 9.9
+    assert r.latestOffset({"t/a/0": 7}, limit) == {"t/a/0": 7}  # 1 new, 9.9 s since the last batch
+    clock.now += 0.1
+    assert r.latestOffset({"t/a/0": 7}, limit) == {"t/a/0": 8}  # the delay passed: go with 1
+    clock.now += 60
+    assert r.latestOffset({"t/a/0": 8}, limit) == {"t/a/0": 8}  # nothing new: nothing to read
+    r.bounds = {"t/a/0": (0, 9)}
+    assert r.latestOffset({"t/a/0": 8}, limit) == {"t/a/0": 9}  # an empty trigger is no batch
+
+
+def test_min_and_max_together() -> None:
+    r = reader({"t/a/0": (0, 100), "t/a/1": (0, 10)}, minOffsetsPerTrigger="20", maxRecordsPerBatch="11")
+    r._clock = Clock()
+    r._last_batch = r._clock()  # not the first batch
+    start = {"t/a/0": 0, "t/a/1": 0}
+    assert r.latestOffset(start, r.getDefaultReadLimit()) == {"t/a/0": 10, "t/a/1": 1}
+    assert r.latestOffset(start, ReadAllAvailable()) == {"t/a/0": 100, "t/a/1": 10}  # Spark's override
+    small = reader({"t/a/0": (0, 19)}, minOffsetsPerTrigger="20", maxRecordsPerBatch="11")
+    small._clock = Clock()
+    small._last_batch = small._clock()
+    assert small.latestOffset({"t/a/0": 0}, small.getDefaultReadLimit()) == {"t/a/0": 0}
+
+
+def test_available_now_does_not_wait_for_the_minimum() -> None:
+    """No record arrives past an availableNow target: the rest is read without waiting."""
+    r = reader({"t/a/0": (0, 3)}, minOffsetsPerTrigger="100", maxTriggerDelay="1h")
+    r._clock = Clock()
+    r._last_batch = r._clock()
+    r.prepareForTriggerAvailableNow()
+    assert r.latestOffset({"t/a/0": 0}, r.getDefaultReadLimit()) == {"t/a/0": 3}
+
+
+def test_the_latest_offsets_are_reported_for_the_progress() -> None:
+    r = reader(BOUNDS, maxRecordsPerBatch="2")
+    assert r.reportLatestOffset() is None
+    start = {"t/a/0": 0, "t/a/1": 2, "t/b/0": 0}
+    end = r.latestOffset(start, ReadMaxRows(2))
+    assert end != r.reportLatestOffset() == {"t/a/0": 10, "t/a/1": 4, "t/b/0": 0}  # not cut back
+    r.prepareForTriggerAvailableNow()
+    r.bounds = {**BOUNDS, "t/a/0": (0, 50)}
+    r.latestOffset(end, ReadMaxRows(2))
+    assert r.reportLatestOffset() == {"t/a/0": 10, "t/a/1": 4, "t/b/0": 0}  # the frozen target
 
 
 def test_old_api_without_arguments(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="spark_connector"):
         assert reader(BOUNDS, maxRecordsPerBatch="5").latestOffset() == {"t/a/0": 10, "t/a/1": 4, "t/b/0": 0}
-    assert "maxRecordsPerBatch" in caplog.text
+        assert reader(BOUNDS, minOffsetsPerTrigger="50").latestOffset() == {
+            "t/a/0": 10,
+            "t/a/1": 4,
+            "t/b/0": 0,
+        }
+    assert "maxRecordsPerBatch and minOffsetsPerTrigger need pyspark >= 4.2" in caplog.text
 
 
 def test_new_queue_starts_at_its_minimum() -> None:

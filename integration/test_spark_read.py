@@ -200,6 +200,45 @@ def test_max_records_per_partition_splits_ranges(
     assert brokers_by_partition == {(True, "broker-a"), (False, "broker-b")}
 
 
+def test_min_partitions_cuts_the_queues_by_offset_range(
+    spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled
+) -> None:
+    """``minPartitions=40`` over 16 queues: 40 partitions, each queue's offsets in even pieces, every
+    message once; with ``numPartitions=2`` each piece still reads one consumer's queues only."""
+    df = read(spark, fmt, cluster, filled.topic, minPartitions="40")
+    assert df.rdd.getNumPartitions() == 40
+    rows = df.select("msg_id").collect()
+    assert ids(rows) == Counter(s.msg_id for s in filled.sent)
+    sizes = [r["count"] for r in df.groupBy(F.spark_partition_id().alias("p")).count().collect()]
+    assert len(sizes) == 40  # every partition reads something
+    two = read(spark, fmt, cluster, filled.topic, numPartitions="2", minPartitions="5")
+    assert two.rdd.getNumPartitions() == 5
+    brokers: defaultdict[int, set[str]] = defaultdict(set)
+    for r in two.select(F.spark_partition_id().alias("p"), "broker_name").collect():
+        brokers[r["p"]].add(r["broker_name"])
+    assert all(len(names) == 1 for names in brokers.values())  # AVG: consumer 0 broker-a, 1 broker-b
+    assert two.count() == len(filled.sent)
+
+
+def test_assign_reads_only_the_named_queues(
+    spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled
+) -> None:
+    named = {("broker-a", 0), ("broker-a", 2), ("broker-b", 5)}
+    assign = json.dumps({filled.topic: {"broker-a": [0, 2], "broker-b": [5]}})
+    reader = spark.read.format(fmt).option("namesrv", cluster.namesrv_addr).option("assign", assign)
+    rows = reader.load().select("msg_id", "broker_name", "queue_id").collect()
+    assert ids(rows) == Counter(s.msg_id for s in filled.sent if (s.broker, s.queue_id) in named)
+    missing = json.dumps({filled.topic: {"broker-a": [0, 99]}})
+    with pytest.raises(Exception, match="assign") as info:
+        spark.read.format(fmt).option("namesrv", cluster.namesrv_addr).option(
+            "assign", missing
+        ).load().collect()
+    assert "SparkOptionError" in str(info.value)
+    assert f"{filled.topic}/broker-a/99" in str(info.value)
+    with pytest.raises(Exception, match="give exactly one of"):
+        reader.option("topic", filled.topic).load().collect()
+
+
 def test_timestamp_range(spark: SparkSession, fmt: str, cluster: Cluster, filled: Filled) -> None:
     late = read(spark, fmt, cluster, filled.topic, startingTimestamp=str(filled.boundary_ms)).collect()
     assert ids(late) == Counter(s.msg_id for s in filled.sent if s.phase == 1)

@@ -268,3 +268,44 @@ def test_min_offsets_per_trigger_holds_batches_until_enough_records_or_the_delay
     finally:
         query.stop()
     assert sum(rows for _, rows in batches) == 43
+
+
+def test_assign_and_min_partitions_in_a_stream(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path, create_topic: Any
+) -> None:
+    """A stream of two assigned queues reads those only, each micro-batch in at least
+    ``minPartitions`` partitions, cut by offset range."""
+    spark_connector.register(spark)
+    topic = create_topic(4, prefix="spark-assign")
+    produce_to(cluster, topic, {("broker-a", 1): 30, ("broker-b", 2): 10, ("broker-a", 0): 7})
+    batches: list[tuple[int, Counter[tuple[str, int]]]] = []
+
+    def collect(df: DataFrame, batch_id: int) -> None:
+        found = Counter(
+            (r["broker_name"], r["queue_id"]) for r in df.select("broker_name", "queue_id").collect()
+        )
+        if found:
+            batches.append((df.rdd.getNumPartitions(), found))
+
+    stream = (
+        spark.readStream.format("rocketmq")
+        .option("namesrv", cluster.namesrv_addr)
+        .option("assign", json.dumps({topic: {"broker-a": [1], "broker-b": [2]}}))
+        .option("startingOffsets", "earliest")
+        .option("minPartitions", "4")
+        .load()
+    )
+    query = start_stream(
+        lambda: (
+            stream.writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(tmp_path / "checkpoint"))
+            .trigger(availableNow=True)
+            .start()
+        )
+    )
+    query.awaitTermination(timeout=300)
+    assert query.exception() is None
+    assert sum((found for _, found in batches), Counter()) == Counter(
+        {("broker-a", 1): 30, ("broker-b", 2): 10}
+    )
+    assert all(partitions >= 4 for partitions, _ in batches)

@@ -47,6 +47,7 @@ from rocketmq_py.protocol import (
     pull_request_header,
     unwrap_name,
 )
+from spark_connector._assign import assigned
 from spark_connector._options import ReadOptions
 from spark_connector._planning import QueueState
 
@@ -238,7 +239,8 @@ def broker_addresses(topic_route: TopicRouteData) -> dict[str, str]:
 async def queue_states(
     api: RemotingApi, options: ReadOptions, topics: Sequence[str], *, with_min: bool = True
 ) -> list[QueueState]:
-    """Every readable queue of ``topics`` with its broker address and ``[min, max)`` offsets.
+    """Every readable queue of ``topics`` with its broker address and ``[min, max)`` offsets
+    (with option ``assign``, those of its queues the routes have).
 
     Args:
         with_min: also ask GET_MIN_OFFSET (otherwise ``min_offset`` is 0).
@@ -258,6 +260,9 @@ async def queue_states(
             for q in subscribe_queues(topic, topic_route)
             if q.broker_name in addresses
         ]
+        if options.assign is not None:  # only those; one the route lacks: check_assigned
+            queues.extend(assigned(found, options.assign))
+            continue
         if not found:
             raise RouteNotFound(f"topic {topic!r}: the route has no readable queue with a reachable broker")
         queues.extend(found)

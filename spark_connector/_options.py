@@ -35,6 +35,7 @@ from rocketmq_py import get_strategy
 from rocketmq_py.errors import ClientError, InvalidGroup, InvalidTopic
 from rocketmq_py.lowlevel import validate_group
 from rocketmq_py.protocol import build_subscription_data, wrap_name
+from spark_connector._assign import Assignment, parse_assign, wrap_assignment
 from spark_connector._client_options import (
     CLIENT_PREFIX,
     CONNECTION_OPTIONS,
@@ -114,8 +115,10 @@ class ReadOptions:
 
     Attributes:
         namesrv: NameServer addresses, ``host:port`` each.
-        topics: the topics named by ``topic`` (empty when ``topic_pattern`` is used).
+        topics: the topics named by ``topic`` or ``assign`` (empty when ``topic_pattern`` is used).
         topic_pattern: a regular expression matched in full against the NameServer's topic list.
+        assign: the queues named by ``assign``, ``{topic: {broker: (queue_id, ...)}}``; the read
+            takes only those (``None``: every readable queue of the topics).
         starting: where reading starts (``startingOffsets``).
         ending: where a batch read ends (``endingOffsets``; always ``latest`` for streams).
         starting_timestamp, ending_timestamp: epoch ms resolved per queue by the broker
@@ -130,6 +133,8 @@ class ReadOptions:
         num_partitions: Spark partitions, each one consumer id (``None``: one per queue).
         allocate_strategy: the allocation strategy's Java name (``AVG``, ``AVG_BY_CIRCLE``, ...).
         max_records_per_partition: split ranges so no partition reads more (``None``: no split).
+        min_partitions: split the partitions by offset range until there are at least this many
+            (``minPartitions``; ``None``: no split).
         max_records_per_batch: streaming admission control: the most records a micro-batch reads,
             split over the queues in proportion to their backlog (``None``: everything available).
         min_offsets_per_trigger: streaming: a micro-batch waits until this many records are new
@@ -152,6 +157,7 @@ class ReadOptions:
     namesrv: tuple[str, ...]
     topics: tuple[str, ...] = ()
     topic_pattern: str | None = None
+    assign: Assignment | None = None
     starting: OffsetSpec = "earliest"
     ending: OffsetSpec = "latest"
     starting_timestamp: int | None = None
@@ -163,6 +169,7 @@ class ReadOptions:
     num_partitions: int | None = None
     allocate_strategy: str = DEFAULT_ALLOCATE_STRATEGY
     max_records_per_partition: int | None = None
+    min_partitions: int | None = None
     max_records_per_batch: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
@@ -191,6 +198,7 @@ _NAMES: Final = {
         "namesrv",
         "topic",
         "topicPattern",
+        "assign",
         "startingOffsets",
         "endingOffsets",
         "startingTimestamp",
@@ -202,6 +210,7 @@ _NAMES: Final = {
         "numPartitions",
         "allocateStrategy",
         "maxRecordsPerPartition",
+        "minPartitions",
         "maxRecordsPerBatch",
         "minOffsetsPerTrigger",
         "maxTriggerDelay",
@@ -219,13 +228,25 @@ _NAMES: Final = {
 }
 
 
-def _topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
+def _topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None, Assignment | None]:
+    """``(topics, topicPattern, assign)``: exactly one of the three options, as Kafka's source."""
     topic = get_text(options, "topic")
     pattern = get_text(options, "topicPattern")
-    if (topic is None) == (pattern is None):
+    assign_text = get_text(options, "assign")
+    given = [
+        name
+        for name, value in (("topic", topic), ("topicPattern", pattern), ("assign", assign_text))
+        if value
+    ]
+    if len(given) != 1:
         raise SparkOptionError(
-            "topic", "give exactly one of 'topic' (a name or comma list) and 'topicPattern'"
+            "assign" if assign_text is not None else "topic",
+            "give exactly one of 'topic' (a name or comma list), 'topicPattern' and 'assign'"
+            + (f" (given: {', '.join(given)})" if given else ""),
         )
+    if assign_text is not None:
+        assign = parse_assign(assign_text)
+        return tuple(assign), None, assign
     if pattern is not None:
         try:
             re.compile(pattern)
@@ -233,7 +254,7 @@ def _topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
             raise SparkOptionError(
                 "topicPattern", f"{pattern!r} is not a regular expression: {exc}"
             ) from None
-        return (), pattern
+        return (), pattern, None
     assert topic is not None
     names = tuple(dict.fromkeys(part.strip() for part in topic.split(",") if part.strip()))
     for name in names:
@@ -243,7 +264,7 @@ def _topics(options: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
             )
     if not names:
         raise SparkOptionError("topic", f"{topic!r} names no topic")
-    return names, None
+    return names, None, None
 
 
 def _sub_expression(options: Mapping[str, str]) -> str:
@@ -286,7 +307,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     """
     lowered = {str(k).lower(): str(v) for k, v in options.items()}
     namesrv = parse_namesrv(lowered)
-    topics, pattern = _topics(lowered)
+    topics, pattern, assign = _topics(lowered)
     window = parse_window(lowered, streaming=streaming)
     strategy_text = get_text(lowered, "allocateStrategy") or DEFAULT_ALLOCATE_STRATEGY
     try:
@@ -310,6 +331,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         namesrv=namesrv,
         topics=tuple(wrap_name(namespace, t) for t in topics),
         topic_pattern=pattern,
+        assign=None if assign is None else wrap_assignment(namespace, assign),
         starting=window.starting,
         ending=window.ending,
         starting_timestamp=window.starting_timestamp,
@@ -321,6 +343,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         num_partitions=get_int(lowered, "numPartitions", minimum=1),
         allocate_strategy=strategy,
         max_records_per_partition=get_int(lowered, "maxRecordsPerPartition", minimum=1),
+        min_partitions=get_int(lowered, "minPartitions", minimum=1),
         max_records_per_batch=max_per_batch,
         min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=or_default(max_delay, DEFAULT_MAX_TRIGGER_DELAY_MS),

@@ -13,13 +13,20 @@ Three steps, each a plain function:
 3. :func:`split_partitions` -- with ``maxRecordsPerPartition``, a consumer id's ranges are cut
    into offset sub-ranges and packed into as many partitions as needed, each reading at most that
    many records (and each still reading only that consumer id's queues).
+4. :func:`split_to_min` -- with ``minPartitions`` (Kafka's), while fewer partitions read
+   something, the one whose pieces would be largest is cut into one more piece by offset range,
+   until that many do; each piece still reads only its consumer id's queues. It only cuts, so the pieces
+   still respect ``maxRecordsPerPartition``; a read with fewer records than ``minPartitions`` ends
+   with one partition per record.
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Final
 
 from pyspark.sql.datasource import InputPartition
@@ -27,7 +34,7 @@ from pyspark.sql.datasource import InputPartition
 from rocketmq_py.lowlevel import allocate, sort_queues
 from rocketmq_py.protocol import MessageQueue
 from spark_connector._errors import DataLossError
-from spark_connector._options import EARLIEST, LATEST, OffsetSpec
+from spark_connector._offset_spec import EARLIEST, LATEST, OffsetSpec
 
 __all__ = [
     "CONSUMER_ID_PREFIX",
@@ -41,6 +48,7 @@ __all__ = [
     "queue_key",
     "resolve_ranges",
     "split_partitions",
+    "split_to_min",
 ]
 
 log = logging.getLogger("spark_connector")
@@ -275,13 +283,74 @@ def split_partitions(
     return partitions
 
 
+def _cut(ranges: Sequence[QueueRange], sizes: Sequence[int]) -> list[list[QueueRange]]:
+    """``ranges`` (in order) cut into consecutive pieces of ``sizes`` offsets each."""
+    pieces: list[list[QueueRange]] = []
+    queue = list(ranges)
+    for size in sizes:
+        piece: list[QueueRange] = []
+        while size > 0:
+            r = queue.pop(0)
+            take = min(size, r.count)
+            piece.append(QueueRange(r.topic, r.broker_name, r.queue_id, r.start, r.start + take, r.address))
+            if take < r.count:
+                queue.insert(
+                    0, QueueRange(r.topic, r.broker_name, r.queue_id, r.start + take, r.end, r.address)
+                )
+            size -= take
+        pieces.append(piece)
+    return pieces
+
+
+def split_to_min(
+    partitions: Sequence[RocketMQPartition], min_partitions: int | None
+) -> list[RocketMQPartition]:
+    """``partitions``, cut by offset range until at least ``min_partitions`` of them read something
+    (``minPartitions``; empty ones do not count, as Kafka's source drops empty ranges first).
+
+    While there are too few, the partition whose pieces are largest (offsets per piece, ties to the
+    first) gets one more piece, so the largest piece is as small as it can be; a partition's pieces
+    differ by one offset at most, and each keeps its consumer id and reads its offsets in order. A
+    partition cannot have more pieces than offsets, so a read of fewer records than
+    ``min_partitions`` gets fewer partitions. The result is renumbered from 0.
+    """
+    counts = [p.count for p in partitions]
+    reading = sum(1 for c in counts if c > 0)
+    if min_partitions is None or reading >= min_partitions:
+        return list(partitions)
+    pieces = [1] * len(partitions)
+    # Largest offsets per piece first, compared exactly.
+    heap = [(-Fraction(c), i) for i, c in enumerate(counts) if c > 1]
+    heapq.heapify(heap)
+    for _ in range(min_partitions - reading):
+        if not heap:
+            break
+        _, i = heapq.heappop(heap)
+        pieces[i] += 1
+        if counts[i] > pieces[i]:
+            heapq.heappush(heap, (-Fraction(counts[i], pieces[i]), i))
+    result: list[RocketMQPartition] = []
+    for partition, count, k in zip(partitions, counts, pieces, strict=True):
+        if k == 1:
+            result.append(RocketMQPartition(len(result), partition.consumer_id, partition.ranges))
+            continue
+        sizes = [count // k + (1 if j < count % k else 0) for j in range(k)]
+        for piece in _cut([r for r in partition.ranges if r.count > 0], sizes):
+            result.append(RocketMQPartition(len(result), partition.consumer_id, piece))
+    return result
+
+
 def plan_partitions(
     ranges: Sequence[QueueRange],
     *,
     num_partitions: int | None,
     strategy: str,
     max_records: int | None,
+    min_partitions: int | None = None,
 ) -> list[RocketMQPartition]:
-    """:func:`allocate_ranges` then :func:`split_partitions`; ``num_partitions`` defaults to one per queue."""
+    """:func:`allocate_ranges`, :func:`split_partitions`, then :func:`split_to_min`;
+    ``num_partitions`` defaults to one per queue."""
     count = num_partitions if num_partitions is not None else max(1, len(ranges))
-    return split_partitions(allocate_ranges(ranges, count, strategy), max_records)
+    return split_to_min(
+        split_partitions(allocate_ranges(ranges, count, strategy), max_records), min_partitions
+    )

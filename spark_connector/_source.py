@@ -40,6 +40,7 @@ from pyspark.sql.types import StructType
 
 from rocketmq_py.lowlevel import RemotingApi
 from rocketmq_py.protocol import MessageQueue
+from spark_connector._assign import check_assigned
 from spark_connector._metadata import (
     queue_states,
     resolve_topics,
@@ -157,6 +158,7 @@ class RocketMQBatchReader(DataSourceReader):
         async def plan(api: RemotingApi) -> list[QueueRange]:
             topics = await resolve_topics(api, options)
             states = await queue_states(api, options, topics)
+            check_assigned(states, options.assign)
             if pushdown.brokers is not None or pushdown.queue_ids is not None:
                 keep = [
                     s
@@ -205,6 +207,7 @@ class RocketMQBatchReader(DataSourceReader):
                 num_partitions=self.options.num_partitions,
                 strategy=self.options.allocate_strategy,
                 max_records=self.options.max_records_per_partition,
+                min_partitions=self.options.min_partitions,
             )
         )
 

@@ -41,6 +41,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 
 from rocketmq_py.lowlevel import RemotingApi
 from rocketmq_py.protocol import MessageQueue
+from spark_connector._assign import check_assigned
 from spark_connector._errors import DataLossError
 from spark_connector._metadata import (
     commit_group_offsets,
@@ -170,6 +171,7 @@ class _StreamReader(DataSourceStreamReader):
 
     def initialOffset(self) -> dict[str, int]:
         states, times, found = self._fetch_start()
+        check_assigned(states, self.options.assign)
         snap = self._snapshot(states)
         check_matched(
             snap.states,
@@ -290,6 +292,7 @@ class _StreamReader(DataSourceStreamReader):
             num_partitions=self.options.num_partitions,
             strategy=self.options.allocate_strategy,
             max_records=self.options.max_records_per_partition,
+            min_partitions=self.options.min_partitions,
         )
         return [p for p in planned if p.ranges]
 

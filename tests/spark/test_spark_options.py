@@ -152,6 +152,25 @@ def test_durations(text: str, ms: int) -> None:
     assert parse_read_options(options, streaming=True).max_trigger_delay_ms == ms
 
 
+def test_assign_names_the_topics_and_queues() -> None:
+    o = parse_read_options(
+        {
+            "namesrv": "h:1",
+            "assign": '{"t1": {"broker-a": [0, 1]}, "t2": {"broker-b": [3]}}',
+            "namespace": "ns",
+        },
+        streaming=False,
+    )
+    assert o.topics == ("ns%t1", "ns%t2")
+    assert o.assign == {"ns%t1": {"broker-a": (0, 1)}, "ns%t2": {"broker-b": (3,)}}
+    assert (o.topic_pattern, parse_read_options(BASE, streaming=False).assign) == (None, None)
+
+
+def test_min_partitions() -> None:
+    assert parse_read_options({**BASE, "minPartitions": "12"}, streaming=True).min_partitions == 12
+    assert parse_read_options(BASE, streaming=False).min_partitions is None
+
+
 def test_topic_pattern() -> None:
     o = parse_read_options({"namesrv": "h:1", "topicPattern": "it-.*"}, streaming=False)
     assert o.topics == ()
@@ -189,6 +208,10 @@ def test_options_pickle() -> None:
         ({"namesrv": "h:1", "topic": "t", "topicPattern": "x"}, False, "topic"),
         ({"namesrv": "h:1", "topic": "bad topic!"}, False, "topic"),
         ({"namesrv": "h:1", "topicPattern": "("}, False, "topicPattern"),
+        ({**BASE, "assign": '{"t1": {"b": [0]}}'}, False, "assign"),
+        ({"namesrv": "h:1", "topicPattern": "x", "assign": '{"t1": {"b": [0]}}'}, True, "assign"),
+        ({"namesrv": "h:1", "assign": '{"t1": [0]}'}, False, "assign"),
+        ({**BASE, "minPartitions": "0"}, False, "minPartitions"),
         ({**BASE, "startingOffsets": "soon"}, False, "startingOffsets"),
         ({**BASE, "startingOffsets": '{"t1": {"b": {"x": 1}}}'}, False, "startingOffsets"),
         ({**BASE, "startingOffsets": '{"t1": {"b": {"0": -3}}}'}, False, "startingOffsets"),

@@ -385,3 +385,78 @@ async def test_delay_level_rows_go_through_the_brokers_schedule(
             assert (m.properties["DELAY"], m.properties["REAL_TOPIC"]) == ("1", topic)
         else:
             assert "DELAY" not in m.properties
+
+
+async def test_rows_naming_their_queue_go_there_in_order(
+    spark: SparkSession,
+    rocketmq_format: str,
+    cluster: Cluster,
+    create_topic: Callable[..., str],
+    pull_all: Any,
+) -> None:
+    """``broker_name`` / ``queue_id`` (Kafka's ``partition`` column): pinned rows land in their
+    queue in row order; rows with both null are spread by the producer as before."""
+    topic = create_topic(4, prefix="spark-q")
+    n = 120
+    data = [
+        (f"p{i:04d}", "broker-b", 2) if i % 3 else (f"f{i:04d}", None, None)  # every third row unpinned
+        for i in range(n)
+    ]
+    df = spark.createDataFrame(data, "body STRING, broker_name STRING, queue_id INT").coalesce(1)
+    df.write.format(rocketmq_format).mode("append").option("namesrv", cluster.namesrv_addr).option(
+        "topic", topic
+    ).save()
+    stored = await pull_all(topic, expect=n)
+    assert len(stored) == n
+    pinned = [m for m in stored if m.body.startswith(b"p")]
+    assert {(m.store_host, m.queue_id) for m in pinned} == {(_host(cluster, "broker-b"), 2)}
+    assert [m.body for m in pinned] == [f"p{i:04d}".encode() for i in range(n) if i % 3]  # in row order
+    free = {(m.store_host, m.queue_id) for m in stored if m.body.startswith(b"f")}
+    assert len(free) > 1
+
+
+async def test_a_read_dataframe_written_to_another_topic_keeps_its_queues(
+    spark: SparkSession,
+    rocketmq_format: str,
+    cluster: Cluster,
+    create_topic: Callable[..., str],
+    pull_all: Any,
+) -> None:
+    """The reader's ``broker_name`` and ``queue_id`` columns are the sink's: a copy keeps each
+    message in the same queue, as a Kafka-to-Kafka copy keeps ``partition``."""
+    source = create_topic(4, prefix="spark-src")
+    target = create_topic(4, prefix="spark-dst")
+    (
+        spark.createDataFrame([(f"m{i}",) for i in range(80)], "body STRING")
+        .write.format(rocketmq_format)
+        .mode("append")
+        .option("namesrv", cluster.namesrv_addr)
+        .option("topic", source)
+        .save()
+    )
+    originals = {m.body: (m.store_host, m.queue_id) for m in await pull_all(source, expect=80)}
+    read = (
+        spark.read.format(rocketmq_format)
+        .option("namesrv", cluster.namesrv_addr)
+        .option("topic", source)
+        .load()
+    )
+    read.select("body", "broker_name", "queue_id").write.format(rocketmq_format).mode("append").option(
+        "namesrv", cluster.namesrv_addr
+    ).option("topic", target).save()
+    copies = {m.body: (m.store_host, m.queue_id) for m in await pull_all(target, expect=80)}
+    assert copies == originals
+
+
+def test_a_queue_the_topic_lacks_fails_the_job_naming_the_row(
+    spark: SparkSession, rocketmq_format: str, cluster: Cluster, create_topic: Callable[..., str]
+) -> None:
+    topic = create_topic(2, prefix="spark-q")
+    df = spark.createDataFrame(
+        [("ok", None, None), ("bad", "broker-a", 7)], "body STRING, broker_name STRING, queue_id INT"
+    )
+    with pytest.raises(Exception, match="has no writable queue broker-a/7") as info:
+        df.coalesce(1).write.format(rocketmq_format).mode("append").option(
+            "namesrv", cluster.namesrv_addr
+        ).option("topic", topic).save()
+    assert "rocketmq sink: sending row 1 of this task" in str(info.value)

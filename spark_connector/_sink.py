@@ -10,6 +10,10 @@ Columns (names case-insensitive; other columns are ignored, as Spark's Kafka sin
     delay_level   TINYINT/SMALLINT/INT/BIGINT  delayed delivery level 1..18 (0 or null: none)
     sharding_key  STRING                    ordered send: the queue Java's SelectMessageQueueByHash
                                             picks for the key; the key's rows keep their order
+    broker_name   STRING                    with queue_id: the queue the row goes to (Kafka's
+    queue_id      TINYINT/SMALLINT/INT/BIGINT  ``partition`` column); both null: the producer's
+                                            own choice. The reader's columns of the same names,
+                                            so a DataFrame read from one topic keeps its queues
 
 Options (values are strings): ``namesrv`` (required), ``topic``, ``producerGroup``,
 ``deterministicKeys`` (see below), ``writeId``, ``sendTimeoutMs``, ``maxInFlight``, ``batchSize``,
@@ -20,8 +24,10 @@ A task (one ``trio.run``) keeps up to ``maxInFlight`` send requests in flight. R
 sharding key and without a delay are grouped into batch sends per topic (Java's rules forbid delays
 in batches) of up to ``batchSize`` rows; every row keeps its own UNIQ_KEY in a batch (the producer
 puts none on the batch itself, which the broker would copy onto every row). Rows with a
-sharding key go to their queue's lane, which sends one request at a time in row order (one attempt
-each, as Java's ordered sends). The task returns its commit message only after every request was
+sharding key, or a queue named by ``broker_name`` / ``queue_id`` (which wins over a sharding key, as
+Kafka's ``partition`` column wins over its key), go to their queue's lane, which sends one request
+at a time in row order (one attempt each, as Java's ordered sends). A named queue the topic's route
+does not have fails the task, naming the row. The task returns its commit message only after every request was
 acknowledged; the first failure cancels the rest and fails the task with our typed error, with a
 note naming the rows. An empty partition starts no producer.
 
@@ -69,7 +75,7 @@ from pyspark.sql.types import (
 from rocketmq_py import Chunk, Producer, SendCounts, send_many
 from rocketmq_py.errors import ClientError, InvalidMessage, InvalidOption
 from rocketmq_py.lowlevel import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT
-from rocketmq_py.protocol import Message, PropertyKey
+from rocketmq_py.protocol import Message, MessageQueue, PropertyKey
 from spark_connector._sink_options import SinkOptions, parse_sink_options
 
 __all__ = [
@@ -84,6 +90,7 @@ __all__ = [
     "parse_sink_options",
     "plan_columns",
     "producer_keywords",
+    "row_queue",
     "row_to_message",
     "send_messages",
 ]
@@ -109,6 +116,8 @@ class SinkColumns:
     properties: int | None = None
     delay_level: int | None = None
     sharding_key: int | None = None
+    broker_name: int | None = None
+    queue_id: int | None = None
 
 
 def _is_string_array(dtype: DataType) -> bool:
@@ -130,6 +139,8 @@ _EXPECTED: Final[dict[str, tuple[str, Callable[[DataType], bool]]]] = {
     "properties": ("MAP<STRING,STRING>", _is_string_map),
     "delay_level": ("an integer type", lambda t: isinstance(t, _INT_TYPES)),
     "sharding_key": ("STRING", lambda t: isinstance(t, StringType)),
+    "broker_name": ("STRING", lambda t: isinstance(t, StringType)),
+    "queue_id": ("an integer type", lambda t: isinstance(t, _INT_TYPES)),
 }
 
 
@@ -159,6 +170,13 @@ def plan_columns(schema: StructType, topic_option: str | None) -> SinkColumns:
     for name, (wanted, accepts) in _EXPECTED.items():
         if name in types and not accepts(types[name]):
             raise ClientError(f"column {name!r} must be {wanted}, not {types[name].simpleString()}")
+    if ("broker_name" in index) != ("queue_id" in index):
+        given, missing = (
+            ("broker_name", "queue_id") if "broker_name" in index else ("queue_id", "broker_name")
+        )
+        raise ClientError(
+            f"column {given!r} names a queue only with a {missing!r} column; the columns are: {have}"
+        )
     if topic_option is None and "topic" not in index:
         raise ClientError(
             f"the rocketmq sink needs a 'topic' column or the 'topic' option; the columns are: {have}"
@@ -172,6 +190,8 @@ def plan_columns(schema: StructType, topic_option: str | None) -> SinkColumns:
         properties=index.get("properties"),
         delay_level=index.get("delay_level"),
         sharding_key=index.get("sharding_key"),
+        broker_name=index.get("broker_name"),
+        queue_id=index.get("queue_id"),
     )
 
 
@@ -217,6 +237,27 @@ def row_to_message(
     if sharding_key is not None:
         message.sharding_key = sharding_key
     return message
+
+
+def row_queue(
+    row: Sequence[Any], columns: SinkColumns, topic: str, row_index: int = 0
+) -> MessageQueue | None:
+    """The queue of ``topic`` a row names with ``broker_name`` and ``queue_id``; ``None`` when it
+    names none (no such columns, or both null): the producer picks one.
+
+    Raises:
+        InvalidMessage: one of the two is null, or the queue id is negative (the message gives the
+            row's index).
+    """
+    broker, queue_id = _get(row, columns.broker_name), _get(row, columns.queue_id)
+    if broker is None and queue_id is None:
+        return None
+    if broker is None or queue_id is None:
+        null = "broker_name" if broker is None else "queue_id"
+        raise InvalidMessage(f"row {row_index}: column {null!r} is null but the other names a queue")
+    if queue_id < 0:
+        raise InvalidMessage(f"row {row_index}: column 'queue_id' is {queue_id}, not a queue id")
+    return MessageQueue(topic, broker, int(queue_id))
 
 
 def deterministic_uniq_key(write_id: str, partition_id: int, row_index: int) -> str:
@@ -270,12 +311,13 @@ def _describe(chunk: Chunk) -> str:
 
 async def send_messages(
     producer: Producer,
-    messages: Iterable[Message],
+    messages: Iterable[Message | tuple[Message, MessageQueue]],
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
 ) -> SendCounts:
-    """Send one task's ``messages`` with a started producer (:func:`rocketmq_py.producer.send_many`).
+    """Send one task's ``messages`` with a started producer (:func:`rocketmq_py.producer.send_many`);
+    a ``(message, queue)`` pair goes to that queue.
 
     Raises:
         RocketMQError: the first send that failed (the others are cancelled), not wrapped in an
@@ -339,13 +381,16 @@ class _SinkBase:
             topics=counts.topics,
         )
 
-    def _messages(self, rows: Iterator[Any], scope: str, partition_id: int) -> Iterator[Message]:
+    def _messages(
+        self, rows: Iterator[Any], scope: str, partition_id: int
+    ) -> Iterator[Message | tuple[Message, MessageQueue]]:
         opts, columns = self.sink_options, self.columns
         for index, row in enumerate(rows):
             message = row_to_message(row, columns, opts.topic, index)
             if opts.deterministic_keys:
                 message.properties[PropertyKey.UNIQ_KEY] = deterministic_uniq_key(scope, partition_id, index)
-            yield message
+            queue = row_queue(row, columns, message.topic, index)
+            yield message if queue is None else (message, queue)
 
     async def _write_async(self, rows: Iterator[Any], scope: str, partition_id: int) -> SendCounts:
         opts = self.sink_options

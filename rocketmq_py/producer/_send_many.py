@@ -3,8 +3,9 @@
 :func:`send_many` feeds the messages to a :class:`~rocketmq_py.producer._batcher.Batcher` and sends
 the chunks it completes: unordered chunks concurrently (``max_in_flight`` requests at most), the
 chunks of each ordered lane (messages with a sharding key, to the queue Java's
-``SelectMessageQueueByHash`` picks for it) one at a time in order, with one attempt each as Java's
-ordered sends. It returns once every request was answered. Used by the Spark sink (every row of a
+``SelectMessageQueueByHash`` picks for it, and messages given with the queue they go to) one at a
+time in order, with one attempt each as Java's ordered sends. It returns once every request was
+answered. Used by the Spark sink (every row of a
 task, failing at the first error) and by the CLI's ``send --count`` (counting failures and going on).
 """
 
@@ -16,12 +17,19 @@ from typing import Final
 
 import trio
 
-from rocketmq_py.errors import BrokerError, InvalidOption, RocketMQError, TransportError, first_of_ours
+from rocketmq_py.errors import (
+    BrokerError,
+    InvalidMessage,
+    InvalidOption,
+    RocketMQError,
+    TransportError,
+    first_of_ours,
+)
 from rocketmq_py.producer._batcher import Batcher, Chunk
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.producer._selectors import select_by_sharding_key
 from rocketmq_py.producer._types import SendResult
-from rocketmq_py.protocol import Message, MessageQueue
+from rocketmq_py.protocol import Message, MessageQueue, wrap_name, wrap_queue
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_MAX_IN_FLIGHT", "SendCounts", "send_many"]
 
@@ -131,7 +139,7 @@ class _Loop:
 
 async def send_many(
     producer: Producer,
-    messages: Iterable[Message],
+    messages: Iterable[Message | tuple[Message, MessageQueue]],
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
@@ -140,6 +148,11 @@ async def send_many(
     describe: Callable[[Chunk], str] = _describe,
 ) -> SendCounts:
     """Send ``messages`` with a started ``producer``; return once every request was answered.
+
+    A ``(message, queue)`` pair sends the message to that queue (plain names, as the producer's
+    namespace has them), as a message with a sharding key goes to its key's queue: in order with
+    the other messages for the queue, one request at a time, one attempt each. Other messages go
+    where the producer's own queue selection sends them.
 
     Args:
         batch_size: most messages per request (1: plain sends); a message with a delay level or
@@ -155,6 +168,8 @@ async def send_many(
 
     Raises:
         InvalidOption: ``batch_size`` or ``max_in_flight`` is below 1 (nothing sent).
+        InvalidMessage: a pair's queue is of another topic, or not a queue the topic's route
+            lets the producer write to (with the ``describe`` note; the messages before it are sent).
         RocketMQError: the first error that stopped the sending (the other requests are
             cancelled), not wrapped in an exception group, with the ``describe`` note.
     """
@@ -164,11 +179,12 @@ async def send_many(
     try:
         async with trio.open_nursery() as nursery:
             loop = _Loop(producer, nursery, max_in_flight, on_sent, on_failure, describe)
-            for index, message in enumerate(messages):
-                queue = None
-                if message.sharding_key is not None:
-                    info = await producer._client_instance.routes.publish_info(message.topic)
-                    queue = select_by_sharding_key(info.queues, message, None)
+            for index, item in enumerate(messages):
+                message, queue = item if isinstance(item, tuple) else (item, None)
+                if queue is not None:
+                    queue = await _named_queue(producer, message, queue, index, describe)
+                elif message.sharding_key is not None:
+                    queue = select_by_sharding_key(await _writable(producer, message.topic), message, None)
                 for chunk in batcher.add(message, index, queue):
                     await loop.dispatch(chunk)
             for chunk in batcher.flush():
@@ -180,3 +196,34 @@ async def send_many(
             raise error from None
         raise
     return loop.counts
+
+
+async def _writable(producer: Producer, topic: str) -> list[MessageQueue]:
+    """The queues of ``topic`` (a plain name) the producer may send to, as the brokers name them."""
+    info = await producer._client_instance.routes.publish_info(wrap_name(producer.namespace, topic))
+    return list(info.queues)
+
+
+async def _named_queue(
+    producer: Producer, message: Message, queue: MessageQueue, index: int, describe: Describe
+) -> MessageQueue:
+    """``queue`` as the brokers name it, once checked against ``message`` and the topic's route.
+
+    Raises:
+        InvalidMessage: another topic's queue, or one the route has no writable queue for.
+    """
+    if queue.topic != message.topic:
+        error = InvalidMessage(
+            f"queue {queue.topic}/{queue.broker_name}/{queue.queue_id} is not of topic {message.topic!r}"
+        )
+    else:
+        wire = wrap_queue(producer.namespace, queue)
+        writable = await _writable(producer, message.topic)
+        if wire in writable:
+            return wire
+        names = ", ".join(f"{q.broker_name}/{q.queue_id}" for q in writable)
+        error = InvalidMessage(
+            f"topic {message.topic!r} has no writable queue {queue.broker_name}/{queue.queue_id} (its queues: {names})"
+        )
+    error.add_note(describe(Chunk(messages=[message], first_index=index, indexes=[index])))
+    raise error

@@ -3,18 +3,28 @@ in-flight limit, failures that stop it and failures it counts."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
 import trio.testing
 
-from rocketmq_py.errors import MessageIllegal, MessageTooLarge, SystemBusy, broker_error_for
+from rocketmq_py.errors import InvalidMessage, MessageIllegal, MessageTooLarge, SystemBusy, broker_error_for
 from rocketmq_py.producer._batcher import Chunk
 from rocketmq_py.producer._selectors import select_by_hash
 from rocketmq_py.producer._send_many import send_many
 from rocketmq_py.producer._types import SendResult
-from rocketmq_py.protocol import Message, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.protocol import (
+    BrokerData,
+    Message,
+    MessageQueue,
+    QueueData,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    TopicRouteData,
+)
 
 if TYPE_CHECKING:
     from conftest import BulkCluster
@@ -185,3 +195,79 @@ async def test_ordered_sends_to_an_explicit_queue_are_not_retried(bulk_cluster: 
         with pytest.raises(SystemBusy, match="too busy"):
             await send_many(producer, [message], batch_size=1)
     assert len(bulk_cluster.sends()) == 1  # one attempt, so a retry never reorders a key
+
+
+async def test_a_message_given_with_its_queue_goes_there_in_order(bulk_cluster: BulkCluster) -> None:
+    """``(message, queue)`` pairs: each to its queue, in order, batched per queue (a lane, as a
+    sharding key's); plain messages beside them are spread by the producer's own selection."""
+    pinned = MessageQueue(TOPIC, "broker-b", 2)
+    items: list[Message | tuple[Message, MessageQueue]] = []
+    for i in range(100):
+        message = Message(TOPIC, f"{'p' if i % 2 else 'f'}:{i}".encode())
+        items.append((message, pinned) if i % 2 else message)
+    async with bulk_cluster.producer() as producer:
+        counts = await send_many(producer, items, batch_size=8, max_in_flight=4)
+    assert counts.messages == 100
+    stored = bodies_by_queue(bulk_cluster)
+    assert [b for b in stored[("broker-b", 2)] if b.startswith(b"p:")] == [
+        f"p:{i}".encode() for i in range(1, 100, 2)
+    ]
+    free = [q for q, bodies in stored.items() if any(b.startswith(b"f:") for b in bodies)]
+    assert len(free) > 1  # the others were not pinned
+
+
+@pytest.mark.parametrize(
+    ("queue", "complaint"),
+    [
+        (MessageQueue(TOPIC, "broker-c", 0), "has no writable queue broker-c/0 (its queues: broker-a/0"),
+        (MessageQueue(TOPIC, "broker-a", 99), "has no writable queue broker-a/99"),
+        (MessageQueue("OtherTopic", "broker-a", 0), "is not of topic 'SinkTopic'"),
+    ],
+)
+async def test_a_queue_the_route_lacks_stops_the_sending(
+    bulk_cluster: BulkCluster, queue: MessageQueue, complaint: str
+) -> None:
+    items: list[Message | tuple[Message, MessageQueue]] = [
+        Message(TOPIC, b"ok"),
+        (Message(TOPIC, b"bad"), queue),
+    ]
+    async with bulk_cluster.producer() as producer:
+        with pytest.raises(InvalidMessage, match=re.escape(complaint)) as info:
+            await send_many(producer, items, batch_size=1)
+    assert info.value.__notes__ == [f"send_many: sending message 1 to topic {TOPIC!r} failed"]
+
+
+async def test_queues_and_sharding_keys_in_a_namespace(bulk_cluster: BulkCluster) -> None:
+    """Plain names in, the namespace's topic on the brokers: the route looked up is the wrapped
+    topic's, for a pair's queue and for a sharding key's (it was the plain one's, which only the
+    namespace has here)."""
+    plain = "NsOnlyTopic"
+    wire = f"ns1%{plain}"
+    for fb in (bulk_cluster.a, bulk_cluster.b):
+        fb.add_topic(wire, queues=4)
+    bulk_cluster.namesrv.set_route(
+        wire,
+        TopicRouteData(
+            queue_datas=tuple(
+                QueueData(broker_name=fb.broker_name, read_queue_nums=4, write_queue_nums=4, perm=6)
+                for fb in (bulk_cluster.a, bulk_cluster.b)
+            ),
+            broker_datas=tuple(
+                BrokerData(cluster="DefaultCluster", broker_name=fb.broker_name, broker_addrs={0: fb.address})
+                for fb in (bulk_cluster.a, bulk_cluster.b)
+            ),
+        ),
+    )
+    keyed = Message(plain, b"keyed")
+    keyed.sharding_key = "k"
+    items: list[Message | tuple[Message, MessageQueue]] = [
+        (Message(plain, b"pinned"), MessageQueue(plain, "broker-a", 3)),
+        keyed,
+    ]
+    async with bulk_cluster.producer(namespace="ns1") as producer:
+        await send_many(producer, items, batch_size=1)
+        info = await producer._client_instance.routes.publish_info(wire)
+    stored = bodies_by_queue(bulk_cluster, wire)
+    assert stored[("broker-a", 3)][0] == b"pinned"
+    home = select_by_hash(info.queues, Message(wire), "k")
+    assert b"keyed" in stored[(home.broker_name, home.queue_id)]

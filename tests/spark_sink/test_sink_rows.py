@@ -19,12 +19,13 @@ from pyspark.sql.types import (
 )
 
 from rocketmq_py.errors import ClientError, InvalidMessage
-from rocketmq_py.protocol import Message
+from rocketmq_py.protocol import Message, MessageQueue
 from spark_connector._sink import (
     RocketMQStreamWriter,
     RocketMQWriter,
     SinkColumns,
     plan_columns,
+    row_queue,
     row_to_message,
 )
 
@@ -84,6 +85,21 @@ def test_body_only_with_the_topic_option() -> None:
             "column 'delay_level' must be an integer type",
         ),
         ([("body", BinaryType()), ("BODY", BinaryType())], "T", "the DataFrame has two columns named 'body'"),
+        (
+            [("body", BinaryType()), ("broker_name", StringType())],
+            "T",
+            "column 'broker_name' names a queue only with a 'queue_id' column",
+        ),
+        (
+            [("body", BinaryType()), ("queue_id", IntegerType())],
+            "T",
+            "column 'queue_id' names a queue only with a 'broker_name' column",
+        ),
+        (
+            [("body", BinaryType()), ("broker_name", StringType()), ("queue_id", StringType())],
+            "T",
+            "column 'queue_id' must be an integer type, not string",
+        ),
     ],
 )
 def test_schema_errors_name_the_column(
@@ -92,6 +108,23 @@ def test_schema_errors_name_the_column(
     with pytest.raises(ClientError) as info:
         plan_columns(schema(*fields), topic)
     assert str(info.value).startswith(message)
+
+
+def test_a_row_names_its_queue_with_broker_name_and_queue_id() -> None:
+    """The reader's columns of the same names (Kafka's sink reads the source's ``partition``)."""
+    cols = plan_columns(
+        schema(("body", StringType()), ("broker_name", StringType()), ("queue_id", IntegerType())), "T"
+    )
+    assert (cols.broker_name, cols.queue_id) == (1, 2)
+    assert row_queue(("x", "broker-b", 3), cols, "T", 0) == MessageQueue("T", "broker-b", 3)
+    assert row_queue(("x", None, None), cols, "T", 0) is None  # the producer's own choice
+    assert row_queue(("x",), plan_columns(schema(("body", StringType())), "T"), "T") is None
+    with pytest.raises(InvalidMessage, match=r"row 4: column 'queue_id' is null"):
+        row_queue(("x", "broker-b", None), cols, "T", 4)
+    with pytest.raises(InvalidMessage, match=r"row 5: column 'broker_name' is null"):
+        row_queue(("x", None, 1), cols, "T", 5)
+    with pytest.raises(InvalidMessage, match=r"row 6: column 'queue_id' is -1"):
+        row_queue(("x", "broker-b", -1), cols, "T", 6)
 
 
 def test_full_row_to_message() -> None:

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rocketmq_py.errors import MessageIllegal, MessageTooLarge, broker_error_for
-from rocketmq_py.protocol import Message, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_py.errors import InvalidMessage, MessageIllegal, MessageTooLarge, broker_error_for
+from rocketmq_py.protocol import Message, MessageQueue, RemotingCommand, RequestCode, ResponseCode
 from spark_connector._sink import send_messages
 
 if TYPE_CHECKING:
@@ -38,3 +38,25 @@ async def test_an_oversized_row_fails_before_any_io_for_it(bulk_cluster: BulkClu
         with pytest.raises(MessageTooLarge, match="2048 bytes, above the maximum of 1024") as info:
             await send_messages(producer, messages, batch_size=1)
     assert info.value.__notes__ == [f"rocketmq sink: sending row 1 of this task to topic {TOPIC!r} failed"]
+
+
+async def test_rows_naming_their_queue_go_there_and_a_missing_queue_names_the_row(
+    bulk_cluster: BulkCluster,
+) -> None:
+    """``broker_name`` / ``queue_id`` rows: to that queue, in row order; a queue the route lacks
+    fails the task with the row's index."""
+    pinned = MessageQueue(TOPIC, "broker-a", 1)
+    items: list[Message | tuple[Message, MessageQueue]] = [
+        (Message(TOPIC, f"r{i}".encode()), pinned) for i in range(20)
+    ]
+    async with bulk_cluster.producer() as producer:
+        counts = await send_messages(producer, items, batch_size=4)
+        assert counts.messages == 20
+        stored = [m.body for m in bulk_cluster.a.messages(TOPIC, 1)]
+        assert stored == [f"r{i}".encode() for i in range(20)]
+        bad: list[Message | tuple[Message, MessageQueue]] = [
+            (Message(TOPIC, b"x"), MessageQueue(TOPIC, "broker-z", 0))
+        ]
+        with pytest.raises(InvalidMessage, match="has no writable queue broker-z/0") as info:
+            await send_messages(producer, bad)
+    assert info.value.__notes__ == [f"rocketmq sink: sending row 0 of this task to topic {TOPIC!r} failed"]

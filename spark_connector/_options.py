@@ -2,7 +2,9 @@
 
 Every option value arrives as a string (Spark lower-cases the keys). A bad value raises
 :class:`SparkOptionError` naming the option as the user spelled it in the documentation, e.g.
-``numPartitions``. Options this module does not know are ignored (Spark adds its own, e.g. ``path``).
+``numPartitions``. Options this module does not know are ignored (Spark adds its own, e.g. ``path``), but
+for those of Spark's Kafka source that have another name here (``subscribe``, ``maxOffsetsPerTrigger``,
+``kafka.*``, ...: :mod:`spark_connector._kafka`), which fail naming ours.
 
 ``namespace`` reads and writes the topics of a namespace as a client given ``namespace=`` does
 (Java ``setNamespace``): topics, offset specifications, ``topicPattern`` and ``commitToGroup``
@@ -43,6 +45,7 @@ from spark_connector._client_options import (
     parse_client_settings,
 )
 from spark_connector._errors import SparkOptionError
+from spark_connector._kafka import refuse_kafka_spellings
 from spark_connector._offset_spec import (
     EARLIEST,
     LATEST,
@@ -306,6 +309,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         SparkOptionError: a required option is missing or a value is bad; the message names it.
     """
     lowered = {str(k).lower(): str(v) for k, v in options.items()}
+    refuse_kafka_spellings(lowered, "reader")
     namesrv = parse_namesrv(lowered)
     topics, pattern, assign = _topics(lowered)
     window = parse_window(lowered, streaming=streaming)

@@ -21,6 +21,7 @@ from rocketmq_py.lowlevel import (
 )
 from spark_connector._client_options import ClientSettings, parse_client_settings
 from spark_connector._errors import SparkOptionError
+from spark_connector._kafka import refuse_kafka_spellings
 from spark_connector._option_values import (
     get_bool,
     get_int,
@@ -67,6 +68,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         SparkOptionError: ``namesrv`` is missing, or an option has a bad value (the error names it).
     """
     lowered = {key.lower(): value for key, value in options.items()}
+    refuse_kafka_spellings(lowered, "writer")
     namesrv = ";".join(parse_namesrv(lowered))
     topic = get_text(lowered, "topic")
     if topic is not None:

@@ -19,6 +19,11 @@ writer=reason)`` each. A table between ``<!-- spark-client-options -->`` and
 ``<!-- spark-client-refused -->`` and ``<!-- /spark-client-refused -->`` each refused one once, as
 ``| `name`, `name` | reason or blank (reader) | reason or blank (writer) |``.
 
+Spark's Kafka source and sink options are declared in ``_kafka.py``, one ``KafkaOption(name, side,
+ours)`` each. A table between ``<!-- spark-kafka: reader -->`` (or ``writer``) and
+``<!-- /spark-kafka -->`` must list each of that side once, as ``| `name` | `ours` | what differs |``
+(the second cell without a backticked name where there is none).
+
 The same for the columns: a table between ``<!-- spark-columns -->`` and
 ``<!-- /spark-columns -->`` must list the columns of ``SCHEMA_DDL`` (``spark_connector/_schema.py``)
 in its order, each with its type.
@@ -44,6 +49,7 @@ OPTION_SOURCES = (
     CLIENT_SOURCE,
 )
 SCHEMA_SOURCE = SOURCE.with_name("_schema.py")
+KAFKA_SOURCE = SOURCE.with_name("_kafka.py")
 #: The parser function behind each table.
 PARSERS = {"reader": "parse_read_options", "writer": "parse_sink_options"}
 #: The helpers whose second argument is an option's name.
@@ -59,6 +65,9 @@ _REFUSED_TABLE = re.compile(
     r"<!-- spark-client-refused -->\n(?P<body>.*?)<!-- /spark-client-refused -->", re.DOTALL
 )
 _BACKTICKED = re.compile(r"`([^`]+)`")
+_KAFKA_TABLE = re.compile(
+    r"<!-- spark-kafka: (?P<side>\w+) -->\n(?P<body>.*?)<!-- /spark-kafka -->", re.DOTALL
+)
 
 
 def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
@@ -138,6 +147,34 @@ def refused_options(source: Path = CLIENT_SOURCE) -> dict[str, tuple[bool, bool]
         strings[0]: (_given(_keyword(call, "reader")), _given(_keyword(call, "writer")))
         for strings, call in _declarations("_Refused", source)
     }
+
+
+def kafka_options(source: Path = KAFKA_SOURCE) -> dict[str, dict[str, str]]:
+    """``{side: {Kafka's name: ours or ""}}`` of every ``KafkaOption`` declared in ``source``."""
+    found: dict[str, dict[str, str]] = {}
+    for strings, _call in _declarations("KafkaOption", source):
+        name, side, *ours = strings
+        found.setdefault(side, {})[name] = ours[0] if ours else ""
+    return found
+
+
+def _check_kafka_tables(markdown: str, where: str) -> None:
+    declared = kafka_options()
+    for table in _KAFKA_TABLE.finditer(markdown):
+        side = table.group("side")
+        listed: dict[str, str] = {}
+        for row in _table_rows(table.group("body")):
+            names = _BACKTICKED.findall(row[0])
+            if len(names) != 1 or names[0] in listed or len(row) < 3:
+                raise PluginError(f"{where}: Kafka options row {row!r}: one `name`, once, and what differs")
+            ours = _BACKTICKED.findall(row[1])
+            listed[names[0]] = ours[0] if ours else ""
+        code = declared.get(side, {})
+        if listed != code:
+            raise PluginError(
+                f"{where}: the Kafka {side} options table differs from the KafkaOption declarations in "
+                f"spark_connector/_kafka.py: {_differences(listed, code)}"
+            )
 
 
 def _cells(row: str) -> list[str]:
@@ -221,6 +258,7 @@ def check_tables(markdown: str, where: str) -> None:
                 f"listed twice: {repeated or 'none'})"
             )
     _check_client_tables(markdown, where)
+    _check_kafka_tables(markdown, where)
     for table in _COLUMNS.finditer(markdown):
         listed_columns = [
             (m.group("name"), m.group("type")) for m in _COLUMN_ROW.finditer(table.group("body"))

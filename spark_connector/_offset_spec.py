@@ -8,6 +8,9 @@
   offset (the first message stored at or after it).
 * ``startingOffsetsByTimestampStrategy``: what a starting time no message matches does
   (:data:`TIMESTAMP_STRATEGIES`).
+
+:func:`parse_window` reads all of them (and ``startingTimestamp`` / ``endingTimestamp``) into one
+:class:`ReadWindow`, with the Kafka source's precedence applied (see there).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ from spark_connector._pushdown import Pushdown, push_filters
 from spark_connector._read import READER_GROUP, iter_partition
 from spark_connector._schema import ALL_COLUMNS, SPARK_SCHEMA, Projection, parse_read_schema
 from spark_connector._stream import RocketMQStreamReader
-from spark_connector._timestamps import check_matched, narrowed_times, queue_times
+from spark_connector._timestamps import check_matched, narrowed_times, queue_times, starting_option
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -185,7 +185,7 @@ class RocketMQBatchReader(DataSourceReader):
                 {q: ts for q, ts in start_times.items() if start_search[q] == ts},
                 starting,
                 strategy=options.timestamp_strategy,
-                option=_starting_time_option(options),
+                option=starting_option(options.starting_timestamp),
             )
             ranges = resolve_ranges(
                 states,
@@ -257,11 +257,6 @@ def _planned_without_pushdown() -> bool:
             return frame.f_locals.get("enable_pushdown") is False
         frame = frame.f_back
     return False
-
-
-def _starting_time_option(options: ReadOptions) -> str:
-    """The option that gave the starting times (for the error of a time no message matches)."""
-    return "startingTimestamp" if options.starting_timestamp is not None else "startingOffsetsByTimestamp"
 
 
 def _clip(

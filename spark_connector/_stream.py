@@ -69,7 +69,7 @@ from spark_connector._planning import (
 )
 from spark_connector._read import READER_GROUP, iter_partition
 from spark_connector._schema import ALL_COLUMNS, Projection
-from spark_connector._timestamps import check_matched, queue_times
+from spark_connector._timestamps import check_matched, queue_times, starting_option
 
 try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
@@ -109,8 +109,7 @@ class _StreamReader(DataSourceStreamReader):
         self._warned_no_limit = False
         self._latest_seen: Offsets | None = None  # what reportLatestOffset reports
         self._last_batch: float | None = None  # clock time of the last batch with rows
-        #: Seconds, for maxTriggerDelay (monotonic; tests replace it).
-        self._clock: Callable[[], float] = time.monotonic
+        self._clock: Callable[[], float] = time.monotonic  # seconds, for maxTriggerDelay (tests replace it)
 
     # --- cluster state ------------------------------------------------------------------------------
 
@@ -178,9 +177,7 @@ class _StreamReader(DataSourceStreamReader):
             times,
             found,
             strategy=self.options.timestamp_strategy,
-            option="startingTimestamp"
-            if self.options.starting_timestamp is not None
-            else "startingOffsetsByTimestamp",
+            option=starting_option(self.options.starting_timestamp),
         )
         ranges = resolve_ranges(
             snap.states,

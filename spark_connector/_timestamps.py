@@ -16,7 +16,7 @@ from spark_connector._errors import NoOffsetForTimestampError
 from spark_connector._offset_spec import TimestampSpec, TimestampStrategy
 from spark_connector._planning import QueueState, queue_key
 
-__all__ = ["check_matched", "narrowed_times", "queue_times", "unmatched"]
+__all__ = ["check_matched", "narrowed_times", "queue_times", "starting_option", "unmatched"]
 
 
 def queue_times(
@@ -56,6 +56,12 @@ def narrowed_times(
         q = state.queue
         narrowed[q] = pick(times[q], bound) if q in times else bound
     return narrowed
+
+
+def starting_option(every: int | None) -> str:
+    """The option that gave the starting times: ``startingTimestamp`` when ``every`` is its value,
+    else ``startingOffsetsByTimestamp`` (it names the option in :class:`NoOffsetForTimestampError`)."""
+    return "startingTimestamp" if every is not None else "startingOffsetsByTimestamp"
 
 
 def unmatched(states: Iterable[QueueState], found: Mapping[MessageQueue, int]) -> list[QueueState]:

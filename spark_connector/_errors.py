@@ -81,9 +81,9 @@ class NoOffsetForTimestampError(RocketMQError):
     """A starting time matches no message of a queue: none was stored at or after it.
 
     Raised while Spark plans the query (a batch read, or the first batch of a stream) with
-    ``startingOffsetsByTimestampStrategy=error``, the default, as Spark's Kafka source fails when
-    Kafka finds no offset for a time; with ``latest`` such queues start at their latest offset
-    instead (a stream then reads the messages that arrive later).
+    ``startingOffsetsByTimestampStrategy=error``, as Spark's Kafka source fails by default when
+    Kafka finds no offset for a time; with ``latest``, the default here, such queues start at their
+    latest offset instead (a stream then reads the messages that arrive later).
 
     Attributes:
         option: the option that gave the time (``startingTimestamp`` or

@@ -55,9 +55,13 @@ OffsetSpec: TypeAlias = Literal["earliest", "latest"] | SpecificOffsets
 #: ``{topic: {broker: {queue_id: epoch_ms}}}`` (``startingOffsetsByTimestamp`` and its ending twin).
 TimestampSpec: TypeAlias = Mapping[str, Mapping[str, Mapping[int, int]]]
 #: What a starting time that matches no message of a queue does: fail, or start at the latest offset.
-TimestampStrategy: TypeAlias = Literal["error", "latest"]
-#: The values of ``startingOffsetsByTimestampStrategy`` (the first is the default, as in Kafka's source).
-TIMESTAMP_STRATEGIES: Final[tuple[TimestampStrategy, ...]] = ("error", "latest")
+TimestampStrategy: TypeAlias = Literal["latest", "error"]
+#: The values of ``startingOffsetsByTimestampStrategy``; the first is the default. Kafka's source
+#: defaults to ``error``; ours to ``latest``, which is what the broker's own search answers (the
+#: queue's max offset, as Java's ``searchOffset`` and ``LitePullConsumer.seek`` by time give) and
+#: what ``startingTimestamp`` always did: a topic's queues are many and often empty, and an empty
+#: queue matches no time.
+TIMESTAMP_STRATEGIES: Final[tuple[TimestampStrategy, ...]] = ("latest", "error")
 
 
 def wrap_spec(namespace: str | None, spec: OffsetSpec) -> OffsetSpec:
@@ -151,12 +155,12 @@ def parse_timestamp_spec(name: str, text: str) -> TimestampSpec:
 
 
 def parse_timestamp_strategy(name: str, text: str | None) -> TimestampStrategy:
-    """``error`` (the default, for ``None``) or ``latest``, in any case.
+    """``latest`` (the default, for ``None``) or ``error``, in any case.
 
     Raises:
         SparkOptionError: anything else, naming ``name``.
     """
-    lowered = "error" if text is None else text.strip().lower()
+    lowered = TIMESTAMP_STRATEGIES[0] if text is None else text.strip().lower()
     for strategy in TIMESTAMP_STRATEGIES:
         if lowered == strategy:
             return strategy
@@ -186,7 +190,7 @@ class ReadWindow:
     ending_timestamp: int | None = None
     starting_by_timestamp: TimestampSpec | None = None
     ending_by_timestamp: TimestampSpec | None = None
-    timestamp_strategy: TimestampStrategy = "error"
+    timestamp_strategy: TimestampStrategy = TIMESTAMP_STRATEGIES[0]
 
 
 def parse_window(options: Mapping[str, str], *, streaming: bool) -> ReadWindow:

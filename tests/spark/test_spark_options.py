@@ -91,15 +91,16 @@ def test_offsets_by_timestamp() -> None:
             "startingOffsetsByTimestamp": '{"t1": {"broker-a": {"0": 1000, "3": 2000}}}',
             "endingOffsetsByTimestamp": '{"t1": {"broker-b": {"1": 500}}}',
             "startingOffsets": "latest",
-            "STARTINGOFFSETSBYTIMESTAMPSTRATEGY": "Latest",
+            "STARTINGOFFSETSBYTIMESTAMPSTRATEGY": "Error",
         },
         streaming=False,
     )
     assert o.starting_by_timestamp == {"t1": {"broker-a": {0: 1000, 3: 2000}}}
     assert o.ending_by_timestamp == {"t1": {"broker-b": {1: 500}}}
     assert o.starting == "latest"  # for the queues the timestamps do not name
-    assert o.timestamp_strategy == "latest"
-    assert parse_read_options(BASE, streaming=True).timestamp_strategy == "error"  # Kafka's default
+    assert o.timestamp_strategy == "error"
+    # Not Kafka's default (error): the broker's own answer, the queue's end (an empty queue matches no time).
+    assert parse_read_options(BASE, streaming=True).timestamp_strategy == "latest"
 
 
 def test_a_global_time_shadows_the_per_queue_times_as_in_kafka() -> None:

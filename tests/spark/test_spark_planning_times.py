@@ -81,12 +81,16 @@ async def test_the_global_time_wins_over_both() -> None:
         ({"startingOffsetsByTimestamp": json_times({1: 5000})}, "startingOffsetsByTimestamp"),
     ],
 )
-async def test_a_time_no_message_matches_fails_by_default(options: dict[str, str], option: str) -> None:
+async def test_a_time_no_message_matches_starts_at_the_latest_offset_or_fails_with_error(
+    options: dict[str, str], option: str
+) -> None:
+    """The default is the broker's own answer (the queue's max offset, as Java's searchOffset); with
+    ``error``, as Kafka's source by default, the read fails naming the queue."""
     async with FakeBroker() as broker:
         fill(broker)
+        latest = await plan(broker, **options)
         with pytest.raises(NoOffsetForTimestampError) as info:
-            await plan(broker, **options)
-        latest = await plan(broker, startingOffsetsByTimestampStrategy="latest", **options)
+            await plan(broker, startingOffsetsByTimestampStrategy="error", **options)
     assert info.value.option == option
     assert f"{TOPIC}/broker-a/1" in info.value.queues
     assert (1, 6, 6) in latest  # started at the latest offset: nothing to read yet
@@ -96,8 +100,9 @@ async def test_an_empty_queue_matches_no_time() -> None:
     async with FakeBroker() as broker:
         fill(broker, queues=1)
         broker.add_topic(TOPIC, queues=2)  # queue 1 is empty
+        assert (1, 0, 0) in await plan(broker, startingTimestamp="1500")
         with pytest.raises(NoOffsetForTimestampError) as info:
-            await plan(broker, startingTimestamp="1500")
+            await plan(broker, startingTimestamp="1500", startingOffsetsByTimestampStrategy="error")
     assert info.value.queues == [f"{TOPIC}/broker-a/1"]
 
 
@@ -167,13 +172,13 @@ async def test_a_stream_searches_its_starting_times_again_on_a_route_read_anew()
 async def test_a_stream_starts_by_time_with_the_strategy() -> None:
     async with FakeBroker() as broker:
         fill(broker)
-        failing = stream(broker, startingOffsetsByTimestamp=json_times({0: 1500, 1: 5000}))
-        with pytest.raises(NoOffsetForTimestampError):
-            await trio.to_thread.run_sync(failing.initialOffset)
-        lenient = stream(
+        failing = stream(
             broker,
             startingOffsetsByTimestamp=json_times({0: 1500, 1: 5000}),
-            startingOffsetsByTimestampStrategy="latest",
+            startingOffsetsByTimestampStrategy="error",
         )
+        with pytest.raises(NoOffsetForTimestampError):
+            await trio.to_thread.run_sync(failing.initialOffset)
+        lenient = stream(broker, startingOffsetsByTimestamp=json_times({0: 1500, 1: 5000}))
         initial = await trio.to_thread.run_sync(lenient.initialOffset)
     assert initial == {f"{TOPIC}/broker-a/0": 3, f"{TOPIC}/broker-a/1": 6}

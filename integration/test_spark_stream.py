@@ -10,11 +10,13 @@ the latest offsets; ``minOffsetsPerTrigger`` holds batches back until enough rec
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
 import uuid
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -201,32 +203,48 @@ def test_max_records_per_batch_follows_the_backlogs_and_the_progress_shows_the_l
     assert _offsets(last["endOffset"])[a0] == _offsets(last["latestOffset"])[a0] == 90
 
 
+def _batch_starts(query: Any) -> list[tuple[float, int]]:
+    """(start, rows) of each batch that read rows, from the query's progress: a trigger's timestamp
+    is when it began, just before it asked the source for its latest offsets (where the source
+    holds a batch back), unlike the moment the batch's sink ran, which comes after its work."""
+    found = [
+        (datetime.fromisoformat(p.timestamp.replace("Z", "+00:00")).timestamp(), p.numInputRows)
+        for p in query.recentProgress
+        if p.numInputRows
+    ]
+    return sorted(found)
+
+
 def test_min_offsets_per_trigger_holds_batches_until_enough_records_or_the_delay(
     spark: SparkSession, cluster: Cluster, tmp_path: Path, create_topic: Any
 ) -> None:
     """A running query (processing-time trigger, 0.5 s): the first batch goes at once; then 10 new
-    records wait (30 needed, 20 s delay); 25 more make a batch; a last few wait out the delay."""
+    records wait (30 needed, 20 s delay); 25 more make a batch; a last few wait out the delay.
+
+    The waits are judged on the batches' start times from the query's progress, not on when each
+    batch's sink ran: a batch held back for the delay starts at least the delay after the last one
+    that read rows (the source's own rule, with its clock)."""
     spark_connector.register(spark)
     topic = create_topic(1, prefix="spark-min")
     produce_to(cluster, topic, {("broker-a", 0): 5}, prefix="first")
-    batches: list[tuple[float, int]] = []  # (driver clock, rows)
+    rows_seen: list[int] = []
     lock = threading.Lock()
 
     def collect(df: DataFrame, batch_id: int) -> None:
         rows = df.count()
         if rows:
             with lock:
-                batches.append((time.monotonic(), rows))
+                rows_seen.append(rows)
 
     def wait_for(count: int, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with lock:
-                if len(batches) >= count:
+                if len(rows_seen) >= count:
                     return
             assert query.exception() is None
             time.sleep(0.2)
-        raise AssertionError(f"{count} batches with rows expected within {timeout} s, got {batches}")
+        raise AssertionError(f"{count} batches with rows expected within {timeout} s, got {rows_seen}")
 
     delay = 20.0
     stream = (
@@ -248,26 +266,26 @@ def test_min_offsets_per_trigger_holds_batches_until_enough_records_or_the_delay
     )
     try:
         wait_for(1, 120)
-        assert batches[0][1] == 5  # the first batch does not wait for the minimum
+        assert rows_seen == [5]  # the first batch does not wait for the minimum
         produce_to(cluster, topic, {("broker-a", 0): 10}, prefix="few")
         time.sleep(5)
-        assert len(batches) == 1, batches  # 10 new of 30, 5 s of 20: held back
+        assert rows_seen == [5]  # 10 new of 30, and the delay not over: held back
         produce_to(cluster, topic, {("broker-a", 0): 25}, prefix="enough")
         wait_for(2, 60)
-        assert batches[1][1] >= 30
-        assert batches[1][0] - batches[0][0] < delay  # went for the records, not the delay
-        total = sum(rows for _, rows in batches)
-        if total < 40:  # the last records of the 25 arrived after the batch: they wait out the delay
+        if sum(rows_seen) < 40:  # the last records of the 25 arrived after the batch: they wait out the delay
             wait_for(3, delay + 60)
-            assert batches[2][0] - batches[1][0] >= delay - 3
         produce_to(cluster, topic, {("broker-a", 0): 3}, prefix="late")
-        last = len(batches)
-        wait_for(last + 1, delay + 60)
-        assert batches[last][1] == 3
-        assert batches[last][0] - batches[last - 1][0] >= delay - 3  # held back for the delay
+        wait_for(len(rows_seen) + 1, delay + 60)
+        assert rows_seen[-1] == 3
     finally:
         query.stop()
-    assert sum(rows for _, rows in batches) == 43
+    assert sum(rows_seen) == 43
+    starts = _batch_starts(query)
+    assert [rows for _, rows in starts] == rows_seen
+    assert rows_seen[1] >= 30
+    assert starts[1][0] - starts[0][0] < delay  # went for the records, not the delay
+    for (before, _), (after, rows) in itertools.pairwise(starts[1:]):
+        assert after - before >= delay - 1, (rows, after - before)  # held back for the delay
 
 
 def test_assign_and_min_partitions_in_a_stream(

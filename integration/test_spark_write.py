@@ -395,7 +395,8 @@ async def test_rows_naming_their_queue_go_there_in_order(
     pull_all: Any,
 ) -> None:
     """``broker_name`` / ``queue_id`` (Kafka's ``partition`` column): pinned rows land in their
-    queue in row order; rows with both null are spread by the producer as before."""
+    queue in row order; rows with both null are spread by the producer as before (a batch of
+    ``batchSize`` rows to a queue: 8 here, so that the 40 unpinned rows make five batches)."""
     topic = create_topic(4, prefix="spark-q")
     n = 120
     data = [
@@ -405,7 +406,7 @@ async def test_rows_naming_their_queue_go_there_in_order(
     df = spark.createDataFrame(data, "body STRING, broker_name STRING, queue_id INT").coalesce(1)
     df.write.format(rocketmq_format).mode("append").option("namesrv", cluster.namesrv_addr).option(
         "topic", topic
-    ).save()
+    ).option("batchSize", "8").save()
     stored = await pull_all(topic, expect=n)
     assert len(stored) == n
     pinned = [m for m in stored if m.body.startswith(b"p")]

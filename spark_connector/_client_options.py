@@ -26,14 +26,16 @@ from __future__ import annotations
 import math
 import os
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
 from rocketmq_py.protocol import CompressionType, SerializeType
 from spark_connector._errors import SparkOptionError
+from spark_connector._option_values import get_duration_ms
 
 __all__ = [
+    "CACHE_TIMEOUT_MS",
     "CLIENT_PREFIX",
     "CONNECTION_OPTIONS",
     "OFFERED",
@@ -64,7 +66,11 @@ _TLS_DETAILS: Final = (
     "tlsKeyPassword",
 )
 #: The top-level options this module reads (besides the ``client.`` ones), as documented.
-CONNECTION_OPTIONS: Final = ("tls", *_TLS_DETAILS, "securityToken")
+CONNECTION_OPTIONS: Final = ("tls", *_TLS_DETAILS, "securityToken", "clientCacheTimeout")
+#: ``clientCacheTimeout`` when not given, ms: Spark's Kafka source keeps its consumers 5 minutes
+#: (``spark.kafka.consumer.cache.timeout``), its sink its producers 10
+#: (``spark.kafka.producer.cache.timeout``).
+CACHE_TIMEOUT_MS: Final[Mapping[Side, int]] = {"reader": 5 * 60 * 1000, "writer": 10 * 60 * 1000}
 
 
 def _text(options: Mapping[str, str], name: str) -> str | None:
@@ -394,11 +400,26 @@ class ClientSettings:
         security_token: the ACL STS token (``securityToken``; not in the repr).
         tls: TLS settings (``None``: plaintext).
         keywords: the ``client.`` options as the client's keyword arguments (``retry_times``, ...).
+        cache_timeout_ms: how long an executor process keeps a task's client open for its later
+            tasks (``clientCacheTimeout``; ``0``: closed with the task), see
+            :mod:`spark_connector._executor`.
     """
 
     security_token: str | None = field(default=None, repr=False)
     tls: TlsOptions | None = None
     keywords: Mapping[str, Any] = field(default_factory=dict)
+    cache_timeout_ms: int = 0
+
+    def key(self) -> Hashable:
+        """What tells two clients' connections apart (the token, TLS and ``client.`` options; not
+        :attr:`cache_timeout_ms`), for the executors' client cache."""
+        keywords = tuple(sorted((name, repr(value)) for name, value in self.keywords.items()))
+        return (self.security_token, self.tls, keywords)
+
+    @property
+    def cache_timeout(self) -> float:
+        """:attr:`cache_timeout_ms` in seconds."""
+        return self.cache_timeout_ms / 1000.0
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """A fresh context for :attr:`tls` (``None``: plaintext), its files read now.
@@ -424,6 +445,10 @@ def parse_client_settings(options: Mapping[str, str], side: Side, *, signed: boo
     token = _text(options, "securityToken")
     if token is not None and not signed:
         raise SparkOptionError("securityToken", "needs accessKey and secretKey: it goes with signed requests")
+    cache_timeout = get_duration_ms(options, "clientCacheTimeout")
     return ClientSettings(
-        security_token=token, tls=parse_tls(options), keywords=parse_client_keywords(options, side)
+        security_token=token,
+        tls=parse_tls(options),
+        keywords=parse_client_keywords(options, side),
+        cache_timeout_ms=CACHE_TIMEOUT_MS[side] if cache_timeout is None else cache_timeout,
     )

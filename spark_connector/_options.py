@@ -39,6 +39,7 @@ from rocketmq_py.lowlevel import validate_group
 from rocketmq_py.protocol import build_subscription_data, wrap_name
 from spark_connector._assign import Assignment, parse_assign, wrap_assignment
 from spark_connector._client_options import (
+    CACHE_TIMEOUT_MS,
     CLIENT_PREFIX,
     CONNECTION_OPTIONS,
     ClientSettings,
@@ -185,7 +186,9 @@ class ReadOptions:
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     namespace: str | None = None
-    client: ClientSettings = field(default_factory=ClientSettings)
+    client: ClientSettings = field(
+        default_factory=lambda: ClientSettings(cache_timeout_ms=CACHE_TIMEOUT_MS["reader"])
+    )
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property

@@ -33,10 +33,13 @@ a row: its rows were not emitted, so none is read twice or skipped.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import queue
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Iterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Final
 
 import pyarrow as pa
@@ -44,7 +47,7 @@ import pyarrow.compute as pc
 import trio
 
 from rocketmq_py.errors import RocketMQError, unwrap_single
-from rocketmq_py.lowlevel import MessageFilter, RemotingApi
+from rocketmq_py.lowlevel import ConnectionPool, MessageFilter, RemotingApi
 from rocketmq_py.protocol import (
     MessageExt,
     MessageQueue,
@@ -64,6 +67,7 @@ from spark_connector._columns import (
     record_starts,
 )
 from spark_connector._errors import DataLossError
+from spark_connector._executor import CLIENTS
 from spark_connector._metadata import (
     broker_addresses,
     connection_pool,
@@ -285,16 +289,62 @@ def _lost(r: QueueRange, offset: int, available: int, why: str, options: ReadOpt
     )
 
 
-async def _addresses(api: RemotingApi, options: ReadOptions, ranges: Sequence[QueueRange]) -> dict[str, str]:
-    """broker name (per topic) -> address, for ranges planned without one (streaming replays)."""
+#: Seconds a route read by one task serves the later tasks of its executor process (the Java
+#: client's ``pollNameServerInterval``); a failing pull reads the route anew whatever its age.
+ROUTE_REUSE: Final = 30.0
+
+
+@dataclass(eq=False)
+class ReaderClient:
+    """What an executor process keeps for its reading tasks (:mod:`spark_connector._executor`):
+    one connection pool and the broker addresses of the routes read lately."""
+
+    pool: ConnectionPool
+    #: topic -> (trio time read, broker name -> address)
+    routes: dict[str, tuple[float, dict[str, str]]] = field(default_factory=dict)
+
+
+@asynccontextmanager
+async def open_reader_client(options: ReadOptions) -> AsyncIterator[ReaderClient]:
+    """A :class:`ReaderClient` over a pool with the options' signing, TLS and client settings."""
+    async with connection_pool(options) as pool:
+        yield ReaderClient(pool)
+
+
+def reader_client_key(options: ReadOptions) -> Hashable:
+    """What tells reader clients apart: the NameServers (the routes), namespace and connection settings."""
+    return (
+        "reader",
+        options.namesrv,
+        options.namespace,
+        options.access_key,
+        options.secret_key,
+        options.client.key(),
+    )
+
+
+async def _addresses(
+    api: RemotingApi, options: ReadOptions, ranges: Sequence[QueueRange], client: ReaderClient | None = None
+) -> dict[str, str]:
+    """broker name (per topic) -> address, for ranges planned without one (streaming replays);
+    a route ``client`` read less than :data:`ROUTE_REUSE` s ago is used again."""
     found: dict[str, str] = {}
+    now = trio.current_time()
     for topic in sorted({r.topic for r in ranges if not r.address}):
-        for name, address in broker_addresses(await route(api, options, topic)).items():
+        cached = client.routes.get(topic) if client is not None else None
+        if cached is not None and now - cached[0] < ROUTE_REUSE:
+            addresses = cached[1]
+        else:
+            addresses = broker_addresses(await route(api, options, topic))
+            if client is not None:
+                client.routes[topic] = (now, addresses)
+        for name, address in addresses.items():
             found[f"{topic}/{name}"] = address
     return found
 
 
 async def _produce(
+    client: ReaderClient,
     partition: RocketMQPartition,
     options: ReadOptions,
     projection: Projection,
@@ -310,34 +360,31 @@ async def _produce(
                 continue
         raise _Stopped
 
-    async def run(api: RemotingApi) -> None:
-        ranges = [r for r in partition.ranges if r.count > 0]
-        resolved = await _addresses(api, options, ranges)
-        limiter = trio.CapacityLimiter(_RANGE_CONCURRENCY)
+    api = reader_api(client.pool, options)
+    ranges = [r for r in partition.ranges if r.count > 0]
+    resolved = await _addresses(api, options, ranges, client)
+    limiter = trio.CapacityLimiter(_RANGE_CONCURRENCY)
 
-        async def one(r: QueueRange) -> None:
-            address = r.address or resolved.get(f"{r.topic}/{r.broker_name}")
-            if address is None:
-                raise DataLossError(r.key, r.start, r.start, f"broker {r.broker_name} is not in the route")
+    async def one(r: QueueRange) -> None:
+        address = r.address or resolved.get(f"{r.topic}/{r.broker_name}")
+        if address is None:
+            raise DataLossError(r.key, r.start, r.start, f"broker {r.broker_name} is not in the route")
 
-            accept = MessageFilter(build_subscription_data(r.topic, options.sub_expression, sub_version=0))
+        accept = MessageFilter(build_subscription_data(r.topic, options.sub_expression, sub_version=0))
 
-            async def emit(replies: list[ReplyChunk]) -> None:
-                batch = chunks_to_batch(r.broker_name, replies, accept, projection)
-                if options.namespace is not None:
-                    batch = plain_topics(batch, options.namespace)
-                if batch.num_rows:
-                    await trio.to_thread.run_sync(put, batch)
+        async def emit(replies: list[ReplyChunk]) -> None:
+            batch = chunks_to_batch(r.broker_name, replies, accept, projection)
+            if options.namespace is not None:
+                batch = plain_topics(batch, options.namespace)
+            if batch.num_rows:
+                await trio.to_thread.run_sync(put, batch)
 
-            async with limiter:
-                await _pull_pipelined(api, r, options, address, emit, BATCH_ROWS)
+        async with limiter:
+            await _pull_pipelined(api, r, options, address, emit, BATCH_ROWS)
 
-        async with trio.open_nursery() as nursery:
-            for r in ranges:
-                nursery.start_soon(one, r)
-
-    async with connection_pool(options) as pool:
-        await run(reader_api(pool, options))
+    async with trio.open_nursery() as nursery:
+        for r in ranges:
+            nursery.start_soon(one, r)
 
 
 def plain_topics(batch: pa.RecordBatch, namespace: str) -> pa.RecordBatch:
@@ -353,7 +400,9 @@ def plain_topics(batch: pa.RecordBatch, namespace: str) -> pa.RecordBatch:
 def iter_partition(
     partition: RocketMQPartition, options: ReadOptions, projection: Projection = ALL_COLUMNS
 ) -> Iterator[pa.RecordBatch]:
-    """The partition's rows as Arrow batches of ``projection``'s columns, pulled by one trio loop in a helper thread."""
+    """The partition's rows as Arrow batches of ``projection``'s columns, pulled in the executor
+    process's client loop (:data:`~spark_connector._executor.CLIENTS`) for a helper thread that
+    hands them over."""
     if not any(r.count > 0 for r in partition.ranges):
         return
     out: queue.Queue[object] = queue.Queue(maxsize=_QUEUE_DEPTH)
@@ -362,7 +411,14 @@ def iter_partition(
 
     def runner() -> None:
         try:
-            trio.run(_produce, partition, options, projection, out, stop)
+            CLIENTS.run(
+                reader_client_key(options),
+                options.client.cache_timeout,
+                functools.partial(open_reader_client, options),
+                functools.partial(
+                    _produce, partition=partition, options=options, projection=projection, out=out, stop=stop
+                ),
+            )
         except BaseException as exc:
             failure.append(unwrap_single(exc))
         while not stop.is_set():

@@ -1,4 +1,4 @@
-"""The ``rocketmq`` sink: each Spark task sends its rows with one rocketmq-py Producer.
+"""The ``rocketmq`` sink: each Spark task sends its rows with its executor process's rocketmq-py Producer.
 
 Columns (names case-insensitive; other columns are ignored, as Spark's Kafka sink does)::
 
@@ -20,7 +20,9 @@ Options (values are strings): ``namesrv`` (required), ``topic``, ``producerGroup
 ``maxMessageSize``, ``accessKey`` / ``secretKey`` (ACL; both or neither), ``securityToken``, the
 ``tls`` options and the ``client.`` options (:func:`producer_keywords`).
 
-A task (one ``trio.run``) keeps up to ``maxInFlight`` send requests in flight. Rows without a
+A task keeps up to ``maxInFlight`` send requests in flight, with the producer its executor process
+keeps for the sink's options (started by the first task, reused by the later ones, closed after
+``clientCacheTimeout``, 10 minutes by default, without a task: :mod:`spark_connector._executor`). Rows without a
 sharding key and without a delay are grouped into batch sends per topic (Java's rules forbid delays
 in batches) of up to ``batchSize`` rows; every row keeps its own UNIQ_KEY in a batch (the producer
 puts none on the batch itself, which the broker would copy onto every row). Rows with a
@@ -29,7 +31,7 @@ Kafka's ``partition`` column wins over its key), go to their queue's lane, which
 at a time in row order (one attempt each, as Java's ordered sends). A named queue the topic's route
 does not have fails the task, naming the row. The task returns its commit message only after every request was
 acknowledged; the first failure cancels the rest and fails the task with our typed error, with a
-note naming the rows. An empty partition starts no producer.
+note naming the rows. An empty partition needs no producer.
 
 ``deterministicKeys=true`` gives every row a UNIQ_KEY (the msgId consumers see) derived from the
 write, the Spark partition and the row's index in it, so a retried task (or a replayed streaming
@@ -49,15 +51,15 @@ msgId (which searches from that time on) still finds the message.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import trio
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 from pyspark.sql.types import (
     ArrayType,
@@ -76,6 +78,7 @@ from rocketmq_py import Chunk, Producer, SendCounts, send_many
 from rocketmq_py.errors import ClientError, InvalidMessage, InvalidOption
 from rocketmq_py.lowlevel import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT
 from rocketmq_py.protocol import Message, MessageQueue, PropertyKey
+from spark_connector._executor import CLIENTS
 from spark_connector._sink_options import SinkOptions, parse_sink_options
 
 __all__ = [
@@ -303,6 +306,23 @@ def producer_keywords(options: SinkOptions) -> dict[str, Any]:
     }
 
 
+def sink_client_key(options: SinkOptions) -> Hashable:
+    """What tells the executors' cached producers apart: every option a producer is made with."""
+    return (
+        "writer",
+        options.producer_group,
+        options.namesrv,
+        options.send_timeout,
+        options.max_message_size,
+        options.access_key,
+        options.secret_key,
+        options.namespace,
+        options.enable_trace,
+        options.trace_topic,
+        options.client.key(),
+    )
+
+
 def _describe(chunk: Chunk) -> str:
     first, last = chunk.first_index, chunk.last_index
     rows = f"row {last}" if len(chunk.messages) == 1 else f"rows {first}..{last}"
@@ -372,7 +392,13 @@ class _SinkBase:
         if first is _NO_ROW:  # empty partitions are common in micro-batches: no producer for them
             counts = SendCounts()
         else:
-            counts = trio.run(self._write_async, itertools.chain([first], rows), scope, partition_id)
+            opts = self.sink_options
+            counts = CLIENTS.run(
+                sink_client_key(opts),
+                opts.client.cache_timeout,
+                functools.partial(Producer, opts.producer_group, **producer_keywords(opts)),
+                functools.partial(self._write_async, itertools.chain([first], rows), scope, partition_id),
+            )
         return RocketMQCommitMessage(
             partition_id=partition_id,
             rows=counts.messages,
@@ -392,15 +418,16 @@ class _SinkBase:
             queue = row_queue(row, columns, message.topic, index)
             yield message if queue is None else (message, queue)
 
-    async def _write_async(self, rows: Iterator[Any], scope: str, partition_id: int) -> SendCounts:
+    async def _write_async(
+        self, rows: Iterator[Any], scope: str, partition_id: int, producer: Producer
+    ) -> SendCounts:
         opts = self.sink_options
-        async with Producer(opts.producer_group, **producer_keywords(opts)) as producer:
-            return await send_messages(
-                producer,
-                self._messages(rows, scope, partition_id),
-                batch_size=effective_batch_size(opts),
-                max_in_flight=opts.max_in_flight,
-            )
+        return await send_messages(
+            producer,
+            self._messages(rows, scope, partition_id),
+            batch_size=effective_batch_size(opts),
+            max_in_flight=opts.max_in_flight,
+        )
 
 
 def _log_totals(what: str, messages: Sequence[WriterCommitMessage | None]) -> None:

@@ -19,7 +19,7 @@ from rocketmq_py.lowlevel import (
     validate_producer_group,
     validate_topic,
 )
-from spark_connector._client_options import ClientSettings, parse_client_settings
+from spark_connector._client_options import CACHE_TIMEOUT_MS, ClientSettings, parse_client_settings
 from spark_connector._errors import SparkOptionError
 from spark_connector._kafka import refuse_kafka_spellings
 from spark_connector._option_values import (
@@ -58,7 +58,9 @@ class SinkOptions:
     enable_trace: bool = False
     trace_topic: str | None = None
     #: ``securityToken``, TLS and the ``client.`` options of the producers.
-    client: ClientSettings = field(default_factory=ClientSettings)
+    client: ClientSettings = field(
+        default_factory=lambda: ClientSettings(cache_timeout_ms=CACHE_TIMEOUT_MS["writer"])
+    )
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:

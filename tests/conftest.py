@@ -8,6 +8,7 @@ NameServer (no JVM).
 from __future__ import annotations
 
 import socket
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,16 @@ settings.load_profile("rocketmq-py")
 
 
 QUEUES = 4
+
+
+@pytest.fixture(autouse=True)
+def _close_spark_executor_clients() -> Iterator[None]:
+    """The Spark connector's executor clients a test opened (its reads and writes run without Spark,
+    as a worker's tasks do) are closed after it, as an idle executor's are after their timeout."""
+    yield
+    executor = sys.modules.get("spark_connector._executor")
+    if executor is not None:
+        executor.CLIENTS.close_idle()
 
 
 @dataclass

@@ -25,6 +25,7 @@ from rocketmq_py import ClientConfig, LitePullConsumer, Producer
 from rocketmq_py.protocol import CompressionType, SerializeType
 from spark_connector import SparkOptionError
 from spark_connector._client_options import (
+    CACHE_TIMEOUT_MS,
     OFFERED,
     REFUSED,
     ClientSettings,
@@ -61,9 +62,38 @@ def refused(side: Side, options: dict[str, str]) -> SparkOptionError:
 @pytest.mark.parametrize("side", SIDES)
 def test_nothing_given_is_plaintext_unsigned_and_no_keywords(side: Side) -> None:
     settings = parse(side, {})
-    assert settings == ClientSettings()
+    assert settings == ClientSettings(cache_timeout_ms=CACHE_TIMEOUT_MS[side])
     assert settings.tls is None
     assert settings.ssl_context() is None
+
+
+@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize(("text", "ms"), [("0", 0), ("90s", 90_000), ("2500", 2500), (" 1m ", 60_000)])
+def test_client_cache_timeout(side: Side, text: str, ms: int) -> None:
+    settings = parse(side, {"CLIENTCACHETIMEOUT": text})
+    assert settings.cache_timeout_ms == ms
+    assert settings.cache_timeout == ms / 1000
+    # not part of what tells clients apart: the same connection settings share one client
+    assert settings.key() == parse(side, {}).key()
+
+
+@pytest.mark.parametrize("side", SIDES)
+@pytest.mark.parametrize("text", ["-1", "soon", "5 minutes", "1.5s"])
+def test_a_bad_client_cache_timeout_names_the_option(side: Side, text: str) -> None:
+    assert refused(side, {"clientCacheTimeout": text}).option == "clientCacheTimeout"
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_the_client_key_tells_connection_settings_apart(side: Side) -> None:
+    plain = parse(side, {}).key()
+    assert parse(side, {"tls": "true"}).key() != plain
+    assert parse(side, {**ACL, "securityToken": "tok"}).key() != parse(side, {**ACL}).key()
+    assert parse(side, {"client.serializeType": "ROCKETMQ"}).key() != plain
+    assert (
+        parse(side, {"tls": "true", "tlsVerify": "false"}).key()
+        == parse(side, {"tls": "true", "tlsverify": "FALSE"}).key()
+    )
+    hash(plain)
 
 
 @pytest.mark.parametrize("side", SIDES)

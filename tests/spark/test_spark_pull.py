@@ -357,3 +357,33 @@ async def test_a_namespace_reads_the_wrapped_topic_and_shows_the_plain_name(fake
         {"namesrv": fakes.namesrv.address, "topicPattern": "spark-.*", "namespace": "ns1"}, streaming=False
     )
     assert await resolve_topics(fakes.api, by_pattern) == [wire]  # matched on the plain names of ns1
+
+
+def read_twice(options: dict[str, str]) -> list[int]:
+    """Plan once, then run every partition's read twice, as two Spark jobs' tasks in one executor
+    process would; the rows each of the two reads returned."""
+    reader = RocketMQDataSource(options).reader(SPARK_SCHEMA)
+    partitions = reader.partitions()  # type: ignore[attr-defined]
+    return [sum(b.num_rows for p in partitions for b in reader.read(p)) for _ in range(2)]
+
+
+@pytest.mark.parametrize(("cache_timeout", "connections"), [("5m", 1), ("0", 4)])
+async def test_an_executors_tasks_share_one_connection_pool(
+    fakes: Fakes, cache_timeout: str, connections: int
+) -> None:
+    """With ``clientCacheTimeout`` (5 minutes by default) the tasks of one process pull over one
+    pool: one connection to a broker for two reads of its two queues; with ``0`` each task opens
+    its own (two partitions on broker-a, twice)."""
+    for fb in (fakes.a, fakes.b):
+        fill(fb, 0, 3)
+        fill(fb, 1, 2)
+    options = {"namesrv": fakes.namesrv.address, "topic": TOPIC, "clientCacheTimeout": cache_timeout}
+    planned = await trio.to_thread.run_sync(
+        lambda: RocketMQDataSource(options).reader(SPARK_SCHEMA).partitions()
+    )  # type: ignore[attr-defined]
+    assert len(planned) == 4
+    before = fakes.a.accepted
+    rows = await trio.to_thread.run_sync(read_twice, options)
+    assert rows == [10, 10]
+    # read_twice planned once more on the driver: one connection of its own to each broker
+    assert fakes.a.accepted - before == 1 + connections

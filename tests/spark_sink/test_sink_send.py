@@ -5,10 +5,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+import trio
+from pyspark.sql.types import BinaryType, StructField, StructType
 
 from rocketmq_py.errors import InvalidMessage, MessageIllegal, MessageTooLarge, broker_error_for
-from rocketmq_py.protocol import Message, MessageQueue, RemotingCommand, RequestCode, ResponseCode
-from spark_connector._sink import send_messages
+from rocketmq_py.protocol import (
+    HeartbeatData,
+    Message,
+    MessageQueue,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    decode_body,
+)
+from spark_connector._sink import RocketMQWriter, send_messages
 
 if TYPE_CHECKING:
     from conftest import BulkCluster
@@ -60,3 +70,31 @@ async def test_rows_naming_their_queue_go_there_and_a_missing_queue_names_the_ro
         with pytest.raises(InvalidMessage, match="has no writable queue broker-z/0") as info:
             await send_messages(producer, bad)
     assert info.value.__notes__ == [f"rocketmq sink: sending row 0 of this task to topic {TOPIC!r} failed"]
+
+
+@pytest.mark.parametrize(("options", "producers"), [({}, 1), ({"clientCacheTimeout": "0"}, 3)])
+async def test_an_executors_tasks_share_one_producer(
+    bulk_cluster: BulkCluster, options: dict[str, str], producers: int
+) -> None:
+    """Three tasks of one write in one process send with one producer (its client id in every
+    heartbeat, one route lookup), kept 10 minutes by default; with ``clientCacheTimeout=0`` each
+    task starts its own. A writer with another producer group gets another producer."""
+    schema = StructType([StructField("body", BinaryType())])
+    writer = RocketMQWriter(
+        {"namesrv": bulk_cluster.namesrv.address, "topic": TOPIC, **options}, schema, False
+    )
+    for task in range(3):
+        rows = [(b"t%d" % task,)] * 5
+        report = await trio.to_thread.run_sync(lambda: writer.write(iter(rows)))  # noqa: B023
+        assert report.rows == 5
+    assert sum(len(v) for v in bulk_cluster.stored(TOPIC).values()) == 15
+    heartbeats = [r for fb in (bulk_cluster.a, bulk_cluster.b) for r in fb.requests(RequestCode.HEART_BEAT)]
+    assert len({decode_body(HeartbeatData, r.body).client_id for r in heartbeats}) == producers
+    assert bulk_cluster.namesrv.accepted == producers
+    other = RocketMQWriter(
+        {"namesrv": bulk_cluster.namesrv.address, "topic": TOPIC, "producerGroup": "other", **options},
+        schema,
+        False,
+    )
+    await trio.to_thread.run_sync(lambda: other.write(iter([(b"o",)])))
+    assert bulk_cluster.namesrv.accepted == producers + 1

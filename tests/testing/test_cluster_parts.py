@@ -134,6 +134,36 @@ def test_missing_maven_and_cache_is_a_cluster_error(monkeypatch: pytest.MonkeyPa
         _distribution.resolve_server("1.2.3")
 
 
+def test_pom_of_any_coordinates() -> None:
+    pom = _distribution._coordinates_pom("kafka", "4.1.1", ["org.apache.kafka:kafka_2.13:4.1.1", "g.x:y:2"])
+    assert (
+        "<groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>4.1.1</version>"
+        in pom
+    )
+    assert "<groupId>g.x</groupId><artifactId>y</artifactId><version>2</version>" in pom
+
+
+def test_resolve_maven_uses_the_cache_only_for_the_same_coordinates(
+    monkeypatch: pytest.MonkeyPatch, private_cache: Path
+) -> None:
+    coordinates = ["org.example:thing:1.0", "org.example:other:2.0"]
+    lib = private_cache / "dist" / "thing-1.0" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "thing-1.0.jar").write_bytes(b"jar")
+    (lib.parent / ".complete").write_text("\n".join(coordinates) + "\n")
+    monkeypatch.setenv("PATH", "")  # no mvn: only the cache can answer
+    cp = _distribution.resolve_maven("thing", coordinates)
+    assert (cp.name, cp.version, cp.lib, cp.resolve_seconds) == ("thing", "1.0", lib, 0.0)
+    with pytest.raises(ClusterError, match="not cached"):  # a cache entry made for other artifacts
+        _distribution.resolve_maven("thing", coordinates[:1])
+
+
+@pytest.mark.parametrize("coordinates", [[], ["org.example:thing"], ["org.example::1.0"], ["a:b:c:d"]])
+def test_resolve_maven_wants_full_coordinates(coordinates: list[str]) -> None:
+    with pytest.raises(ClusterError, match="group:artifact:version"):
+        _distribution.resolve_maven("thing", coordinates)
+
+
 def test_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ROCKETMQ_BACKEND", raising=False)
     monkeypatch.setenv("ROCKETMQ_NAMESRV", "10.1.2.3:9876")

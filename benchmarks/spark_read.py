@@ -11,7 +11,7 @@ warm-up of both paths on a small topic (Python worker start-up, broker and JIT w
   two tasks at a time (local[2]). Timed on the driver around ``save()``: planning (route, min/max
   offsets) included.
 - **Raw client**: two processes, each pulling half of the queues (all its queues concurrently, one
-  pull in flight per queue, 32 messages a pull as the reader) with ``RemotingApi.pull_message`` and
+  pull in flight per queue, as many messages a pull as the reader asks for) with ``RemotingApi.pull_message`` and
   ``decode_messages``. Each process times its own work (imports and interpreter start-up
   excluded); the slower one counts.
 
@@ -68,8 +68,9 @@ from rocketmq_py.protocol import (
     from_ext_fields,
 )
 from rocketmq_py.testing import SparkStandalone, loopback_conf, start_cluster, topic_route
+from spark_connector._options import DEFAULT_PULL_BATCH_SIZE
 
-PULL_BATCH = 32  # the reader's default pullBatchSize (Java's pullBatchSize)
+PULL_BATCH = DEFAULT_PULL_BATCH_SIZE  # the reader's default pullBatchSize
 RAW_PROCESSES = 2  # the cores local[2] runs on
 WARMUP = 20_000
 

@@ -94,10 +94,14 @@ __all__ = [
     "parse_sink_options",
 ]
 
-#: Messages asked for per PULL_MESSAGE (Java ``pullBatchSize`` = 32). The broker caps a reply at
-#: ``maxTransferCountOnMessageInMemory`` (32 by default) anyway; a larger value helps brokers
-#: configured higher.
-DEFAULT_PULL_BATCH_SIZE: Final = 32
+#: Messages asked for per PULL_MESSAGE: as many as a broker may give (Java's consumers ask for 32,
+#: a push consumer's ``pullBatchSize``). A broker caps a reply at ``maxTransferCountOnMessageInMemory``
+#: (32 by default) and ``maxTransferBytesOnMessageInMemory`` (256 KiB), so asking for more costs it
+#: nothing, and a broker configured higher answers with fewer, larger replies: ``read()`` of 1M
+#: 128 B records in one process, 148,482 rows/s at 32 and 193,022 at 1024 with the default caps
+#: (each range's pipelined segments are ``pullBatchSize`` offsets: fewer, longer segments and larger
+#: batches), 300,864 with the caps raised to 1024 messages and 4 MiB.
+DEFAULT_PULL_BATCH_SIZE: Final = 1024
 #: Java ``DefaultLitePullConsumer`` accepts pullBatchSize up to 1024.
 MAX_PULL_BATCH_SIZE: Final = 1024
 #: Seconds-as-milliseconds for one pull or planning call (Java ``consumerPullTimeoutMillis`` = 10 s).

@@ -24,7 +24,7 @@ def test_batch_defaults() -> None:
     assert o.allocate_strategy == "AVG"
     assert o.max_records_per_partition is None
     assert o.fail_on_data_loss is True
-    assert o.pull_batch_size == 32
+    assert o.pull_batch_size == 1024
     assert o.pull_timeout_ms == 10_000
     assert o.pull_timeout == 10.0
     assert (o.fetch_offset_retries, o.fetch_offset_retry_interval_ms) == (3, 1000)

@@ -110,7 +110,7 @@ def test_a_blank_value_means_unset_for_the_writer_as_for_the_reader(blank: str) 
     # a blank sendTimeoutMs / batchSize / deterministicKeys and a blank topic. One rule now.
     common = {"namesrv": "127.0.0.1:9876", "topic": "T"}
     reader = parse_read_options({**common, "pullBatchSize": blank, "failOnDataLoss": blank}, streaming=False)
-    assert (reader.pull_batch_size, reader.fail_on_data_loss) == (32, True)
+    assert (reader.pull_batch_size, reader.fail_on_data_loss) == (1024, True)
     writer = parse_sink_options(
         {
             "namesrv": "127.0.0.1:9876",

@@ -60,7 +60,8 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -79,6 +80,7 @@ from rocketmq_py.errors import ClientError, InvalidMessage, InvalidOption
 from rocketmq_py.lowlevel import DEFAULT_BATCH_SIZE, DEFAULT_MAX_IN_FLIGHT
 from rocketmq_py.protocol import Message, MessageQueue, PropertyKey
 from spark_connector._executor import CLIENTS
+from spark_connector._sink_arrow import arrow_rows
 from spark_connector._sink_options import SinkOptions, parse_sink_options
 
 __all__ = [
@@ -121,6 +123,21 @@ class SinkColumns:
     sharding_key: int | None = None
     broker_name: int | None = None
     queue_id: int | None = None
+
+    def positions(self) -> frozenset[int]:
+        """The positions of the columns the sink reads."""
+        found = (
+            self.body,
+            self.topic,
+            self.tags,
+            self.keys,
+            self.properties,
+            self.delay_level,
+            self.sharding_key,
+            self.broker_name,
+            self.queue_id,
+        )
+        return frozenset(p for p in found if p is not None)
 
 
 def _is_string_array(dtype: DataType) -> bool:
@@ -445,11 +462,12 @@ def _log_totals(what: str, messages: Sequence[WriterCommitMessage | None]) -> No
     )
 
 
-class RocketMQWriter(_SinkBase, DataSourceWriter):
-    """Batch writes (``df.write.format("rocketmq")``); see the module docstring."""
+class RocketMQWriter(_SinkBase, DataSourceArrowWriter):
+    """Batch writes (``df.write.format("rocketmq")``); see the module docstring. The rows arrive as
+    Arrow batches (:mod:`spark_connector._sink_arrow`)."""
 
-    def write(self, iterator: Iterator[Any]) -> RocketMQCommitMessage:
-        return self._write(iterator)
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> RocketMQCommitMessage:
+        return self._write(arrow_rows(iterator, self.columns))
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         _log_totals("rocketmq write committed", messages)
@@ -458,11 +476,12 @@ class RocketMQWriter(_SinkBase, DataSourceWriter):
         _log_totals("rocketmq write aborted after sending (messages stay stored)", messages)
 
 
-class RocketMQStreamWriter(_SinkBase, DataSourceStreamWriter):
-    """Streaming writes (``df.writeStream.format("rocketmq")``); see the module docstring."""
+class RocketMQStreamWriter(_SinkBase, DataSourceStreamArrowWriter):
+    """Streaming writes (``df.writeStream.format("rocketmq")``); see the module docstring. The rows
+    arrive as Arrow batches (:mod:`spark_connector._sink_arrow`)."""
 
-    def write(self, iterator: Iterator[Any]) -> RocketMQCommitMessage:
-        return self._write(iterator)
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> RocketMQCommitMessage:
+        return self._write(arrow_rows(iterator, self.columns))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         _log_totals(f"rocketmq micro-batch {batchId} committed", messages)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,27 @@ settings.load_profile("rocketmq-py")
 
 
 QUEUES = 4
+
+
+def _spark_batches(schema: Any, rows: list[tuple[Any, ...]], per_batch: int = 2) -> Iterator[Any]:
+    """``rows`` (tuples in the order of the Spark ``schema``) as the Arrow record batches Spark hands
+    an Arrow writer (``per_batch`` rows each, and an empty one first, as Spark may send)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow = to_arrow_schema(schema)
+    yield pa.RecordBatch.from_pylist([], schema=arrow)
+    for start in range(0, len(rows), per_batch):
+        chunk = rows[start : start + per_batch]
+        yield pa.RecordBatch.from_pylist(
+            [dict(zip(arrow.names, row, strict=True)) for row in chunk], schema=arrow
+        )
+
+
+@pytest.fixture
+def spark_batches() -> Callable[..., Iterator[Any]]:
+    """``spark_batches(schema, rows)``: rows as the Arrow batches Spark hands the sink's writers."""
+    return _spark_batches
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import shutil
 import ssl
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import trio
@@ -119,7 +121,9 @@ def test_a_tls_file_that_does_not_load_fails_where_the_producer_is_built() -> No
         producer_keywords(options)
 
 
-async def test_a_task_writes_over_tls_signed_with_the_token(tls_files: TlsFiles) -> None:
+async def test_a_task_writes_over_tls_signed_with_the_token(
+    tls_files: TlsFiles, spark_batches: Callable[..., Iterator[Any]]
+) -> None:
     server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server.load_cert_chain(tls_files.server_cert, tls_files.server_key)
     schema = StructType([StructField("body", BinaryType()), StructField("tags", StringType())])
@@ -138,7 +142,7 @@ async def test_a_task_writes_over_tls_signed_with_the_token(tls_files: TlsFiles)
             overwrite=False,
         )
         rows = [(b"r%d" % i, "T") for i in range(3)]
-        report = await trio.to_thread.run_sync(lambda: writer.write(iter(rows)))
+        report = await trio.to_thread.run_sync(lambda: writer.write(spark_batches(schema, rows)))
         stored = broker.messages(TOPIC, 0)
         requests = broker.requests()
     assert report.rows == 3

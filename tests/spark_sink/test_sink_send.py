@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import trio
@@ -21,7 +21,11 @@ from rocketmq_py.protocol import (
 from spark_connector._sink import RocketMQWriter, send_messages
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
     from conftest import BulkCluster
+
+    SparkBatches = Callable[..., Iterator[Any]]
 
 TOPIC = "SinkTopic"
 
@@ -74,7 +78,7 @@ async def test_rows_naming_their_queue_go_there_and_a_missing_queue_names_the_ro
 
 @pytest.mark.parametrize(("options", "producers"), [({}, 1), ({"clientCacheTimeout": "0"}, 3)])
 async def test_an_executors_tasks_share_one_producer(
-    bulk_cluster: BulkCluster, options: dict[str, str], producers: int
+    bulk_cluster: BulkCluster, options: dict[str, str], producers: int, spark_batches: SparkBatches
 ) -> None:
     """Three tasks of one write in one process send with one producer (its client id in every
     heartbeat, one route lookup), kept 10 minutes by default; with ``clientCacheTimeout=0`` each
@@ -84,8 +88,8 @@ async def test_an_executors_tasks_share_one_producer(
         {"namesrv": bulk_cluster.namesrv.address, "topic": TOPIC, **options}, schema, False
     )
     for task in range(3):
-        rows = [(b"t%d" % task,)] * 5
-        report = await trio.to_thread.run_sync(lambda: writer.write(iter(rows)))  # noqa: B023
+        rows = spark_batches(schema, [(b"t%d" % task,)] * 5)
+        report = await trio.to_thread.run_sync(writer.write, rows)
         assert report.rows == 5
     assert sum(len(v) for v in bulk_cluster.stored(TOPIC).values()) == 15
     heartbeats = [r for fb in (bulk_cluster.a, bulk_cluster.b) for r in fb.requests(RequestCode.HEART_BEAT)]
@@ -96,5 +100,5 @@ async def test_an_executors_tasks_share_one_producer(
         schema,
         False,
     )
-    await trio.to_thread.run_sync(lambda: other.write(iter([(b"o",)])))
+    await trio.to_thread.run_sync(other.write, spark_batches(schema, [(b"o",)]))
     assert bulk_cluster.namesrv.accepted == producers + 1

@@ -7,7 +7,8 @@ list of rows ::
      "round": 1, "rate": 11329.0, "cpu_us": 61.7}
 
 (the sides are those of :data:`SIDES`: what ``producer.py``, ``consumer.py`` and ``peers.py``
-write, with ``--sides`` ``ours`` written as ``trio`` and ``aio`` as ``asyncio``)
+write, with ``--sides`` ``ours`` written as ``trio`` and ``aio`` as ``asyncio``, and the readers and
+sinks of ``spark_vs_kafka.py``, whose ``cpu_us`` is the Python workers' and the Spark JVM's per row)
 
 ``rate`` in messages per second, ``cpu_us`` the client's CPU microseconds per message; other keys
 (``source``, ...) are allowed and a ``source`` is printed under the figure. This script reads every
@@ -55,6 +56,10 @@ SIDES: Final = {
     "pop": ("#9467bd", "rocketmq-py (trio), POP consumer"),
     "proxy": ("#17becf", "rocketmq-py (trio) through the Proxy (remoting)"),
     "grpc": ("#e377c2", "Apache Python client (gRPC through the Proxy)"),
+    "kafka": ("#7f7f7f", "Spark's Kafka source / sink, defaults"),
+    "kafka-tuned": ("#4d4d4d", "Spark's Kafka source, fetch.max.wait.ms=10"),
+    "rocketmq": ("#2f6db5", "rocketmq source / sink, brokers' default caps"),
+    "rocketmq-tuned": ("#1b3f73", "rocketmq source, brokers' caps raised"),
 }
 #: The two panels: the row key plotted, and the axis label.
 PANELS: Final = (("rate", "messages per second"), ("cpu_us", "client CPU µs per message"))

@@ -29,6 +29,12 @@ each with all columns and with the value alone (``--columns all|body|both``, def
 ``.select("value")``, ours ``.schema("body BINARY")`` (our source builds only what a schema names;
 Spark's prunes its own columns).
 
+**The sinks** (``--sink ROWS``, default 1,000,000; 0: none): each round also writes ``ROWS`` rows of a
+key (``k<n>``) and one ``--size`` B value, generated in two Spark partitions (a task per core), with
+Spark's Kafka sink (key and value; its producer's defaults) and with ours (the key as the message's
+``keys``, the value as its ``body``; the sink's defaults), into a topic of their own (16 partitions /
+queues), timed the same way, the other broker frozen. The ratio printed is rocketmq/kafka.
+
 **Each broker alone.** While a reader runs, the other broker's JVMs are frozen with SIGSTOP (all of
 the RocketMQ cluster's JVMs, as the kit's ``pause_broker`` does for one broker, or the Kafka JVM)
 and thawed with SIGCONT after it, so they take no CPU; restarting clusters between runs would take
@@ -49,7 +55,7 @@ rocketmq-tuned) to each of Kafka's (kafka, kafka-tuned); ``--json PATH`` writes 
 Run it on an otherwise idle machine: on 2 cores Spark's two tasks and the broker share the CPU.
 
     python benchmarks/spark_vs_kafka.py [--count 1000000] [--size 128] [--rounds 3]
-        [--columns all|body|both] [--json PATH]
+        [--columns all|body|both] [--sink ROWS] [--json PATH]
 """
 
 from __future__ import annotations
@@ -82,7 +88,9 @@ SPARK_KAFKA = ["org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"]
 PARTITIONS = 16  # Kafka partitions; RocketMQ: QUEUES_PER_BROKER on each of BROKERS
 BROKERS, QUEUES_PER_BROKER = 2, 8
 READERS = ("kafka", "kafka-tuned", "rocketmq", "rocketmq-tuned")
-COLUMN_SETS = {"all": "all columns", "body": "value only"}
+COLUMN_SETS = {"all": "all columns", "body": "value only", "sink": "sink"}
+#: The sides of ``--sink``: Spark's Kafka sink and ours (what the write side of a side is called).
+WRITERS = ("kafka", "rocketmq")
 OURS, THEIRS = ("rocketmq", "rocketmq-tuned"), ("kafka", "kafka-tuned")
 #: The brokers' reply caps for ``rocketmq-tuned`` (MessageStoreConfig's, 32 messages and 256 KiB by
 #: default), set at runtime with UPDATE_BROKER_CONFIG as ``mqadmin updateBrokerConfig`` does, and
@@ -206,7 +214,7 @@ class Run:
     def row(self) -> dict[str, object]:
         """A row for ``_side_by_side.write_results``: ``cpu_us`` is Python workers + Spark JVM per row."""
         return {
-            "case": f"spark read, {COLUMN_SETS[self.columns]}",
+            "case": "spark write" if self.columns == "sink" else f"spark read, {COLUMN_SETS[self.columns]}",
             "side": self.reader,
             "round": self.round,
             "rate": round(self.rate, 1),
@@ -323,6 +331,35 @@ def fill_kafka(spark: Any, bootstrap: str, topic: str, count: int, size: int) ->
     ).save()
 
 
+def sink_frame(spark: Any, count: int, size: int) -> Any:
+    """What ``--sink`` writes: ``count`` rows of a key (``k<n>``) and one ``size`` B value, in two
+    Spark partitions (one task per core of ``local[2]``)."""
+    from pyspark.sql import functions as F
+
+    value = os.urandom(size // 2 + 1).hex().encode()[:size]
+    return spark.range(count, numPartitions=2).select(
+        F.concat(F.lit("k"), F.col("id").cast("string")).alias("key"), F.lit(value).alias("value")
+    )
+
+
+def sink_columns(df: Any, writer: str) -> Any:
+    """:func:`sink_frame`'s rows as ``writer``'s sink takes them: Kafka's key and value, or our
+    message's key (``keys``) and ``body``."""
+    from pyspark.sql import functions as F
+
+    if writer == "kafka":
+        return df.select(F.col("key").cast("binary").alias("key"), "value")
+    return df.select(F.col("key").alias("keys"), F.col("value").alias("body"))
+
+
+def write_frame(df: Any, writer: str, bootstrap: str, namesrv: str, topic: str) -> None:
+    """``df`` (:func:`sink_columns`) written to ``topic`` by ``writer``'s sink with its defaults."""
+    if writer == "kafka":
+        df.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save()
+    else:
+        df.write.format("rocketmq").option("namesrv", namesrv).option("topic", topic).mode("append").save()
+
+
 # --- freezing the other side -----------------------------------------------------------------------
 
 
@@ -395,6 +432,42 @@ class Bench:
     kafka: KafkaNode
     topic: str
     count: int
+    size: int = 128
+    sink_topic: str = ""
+    sink_count: int = 0
+
+    def write(self, writer: str, round_no: int) -> Run:
+        """One timed write of :func:`sink_frame` by ``writer``'s sink, the other side frozen."""
+        ours = writer == "rocketmq"
+        brokers = self.rocketmq_pids if ours else [self.kafka.pid]
+        others = [self.kafka.pid] if ours else self.rocketmq_pids
+        if ours:
+            wait_route(self.cluster.namesrv_addr, self.sink_topic)
+        else:
+            self.kafka.wait_ready(self.sink_topic)
+        with frozen(others):
+            # No observe() here: Spark does not deliver an observation of a write to the Kafka
+            # sink (Observation.get waits for ever); the rows are generated, and a failed send
+            # fails the job.
+            df = sink_columns(sink_frame(self.spark, self.sink_count, self.size), writer)
+            before = snapshot()
+            started = time.perf_counter()
+            write_frame(df, writer, self.kafka.bootstrap, self.cluster.namesrv_addr, self.sink_topic)
+            seconds = time.perf_counter() - started
+            after = snapshot()
+        rows = self.sink_count
+        jvm, python = tree_cpu(self.spark_pid, before, after)
+        return Run(
+            writer,
+            "sink",
+            round_no,
+            rows,
+            seconds,
+            python,
+            jvm,
+            jvms_cpu(brokers, before, after),
+            jvms_cpu(others, before, after),
+        )
 
     def run(self, reader: str, columns: str, round_no: int) -> Run:
         from pyspark.sql import Observation
@@ -466,18 +539,37 @@ def run(args: argparse.Namespace) -> None:
             with frozen(rocketmq_pids):
                 fill_kafka(spark, kafka.bootstrap, topic, args.count, args.size)
             print(f"Kafka: {args.count:,} x {args.size} B stored in {time.perf_counter() - started:.1f} s")
-            bench = Bench(spark, spark_pid, cluster, rocketmq_pids, kafka, topic, args.count)
+            sink_topic = f"{topic}-sink"
+            if args.sink:
+                cluster.create_topic(sink_topic, QUEUES_PER_BROKER)
+                kafka.create_topic(sink_topic)
+            bench = Bench(
+                spark,
+                spark_pid,
+                cluster,
+                rocketmq_pids,
+                kafka,
+                topic,
+                args.count,
+                args.size,
+                sink_topic,
+                args.sink,
+            )
             for round_no in range(args.rounds + 1):
                 print("round", round_no if round_no else "0 (untimed warm-up)", flush=True)
+                timed: list[Run] = []
                 for reader in round_order(READERS, round_no):
                     for cols in columns:
-                        done = bench.run(reader, cols, round_no)
-                        print(done.line(), flush=True)
-                        if round_no:
-                            runs.append(done)
+                        timed.append(bench.run(reader, cols, round_no))
+                        print(timed[-1].line(), flush=True)
+                for writer in round_order(WRITERS, round_no) if args.sink else ():
+                    timed.append(bench.write(writer, round_no))
+                    print(timed[-1].line(), flush=True)
+                if round_no:
+                    runs.extend(timed)
         finally:
             spark.stop()
-    print("\n".join(summary(runs, columns)))
+    print("\n".join(summary(runs, [*columns, *(["sink"] if args.sink else [])])))
     write_results(args.json, "spark-vs-kafka", [r.row() for r in runs])
 
 
@@ -489,6 +581,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds, after one untimed")
     parser.add_argument("--columns", choices=("all", "body", "both"), default="both")
     parser.add_argument("--json", help="write every timed run there")
+    parser.add_argument(
+        "--sink",
+        type=int,
+        default=1_000_000,
+        metavar="ROWS",
+        help="also write this many rows (a key and a --size B value each) with each sink per round (0: none)",
+    )
     return parser.parse_args(argv)
 
 

@@ -117,4 +117,5 @@ def test_the_repositorys_own_results_plot(tmp_path: Path) -> None:
         "bench-consumer.svg",
         "bench-peers.svg",
         "bench-producer.svg",
+        "bench-spark-vs-kafka.svg",
     ]

@@ -68,7 +68,7 @@ import signal
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -438,71 +438,73 @@ class Bench:
 
     def write(self, writer: str, round_no: int) -> Run:
         """One timed write of :func:`sink_frame` by ``writer``'s sink, the other side frozen."""
-        ours = writer == "rocketmq"
-        brokers = self.rocketmq_pids if ours else [self.kafka.pid]
-        others = [self.kafka.pid] if ours else self.rocketmq_pids
-        if ours:
-            wait_route(self.cluster.namesrv_addr, self.sink_topic)
-        else:
-            self.kafka.wait_ready(self.sink_topic)
-        with frozen(others):
-            # No observe() here: Spark does not deliver an observation of a write to the Kafka
-            # sink (Observation.get waits for ever); the rows are generated, and a failed send
-            # fails the job.
-            df = sink_columns(sink_frame(self.spark, self.sink_count, self.size), writer)
-            before = snapshot()
-            started = time.perf_counter()
-            write_frame(df, writer, self.kafka.bootstrap, self.cluster.namesrv_addr, self.sink_topic)
-            seconds = time.perf_counter() - started
-            after = snapshot()
-        rows = self.sink_count
-        jvm, python = tree_cpu(self.spark_pid, before, after)
-        return Run(
+        # No observe() here: Spark does not deliver an observation of a write to the Kafka sink
+        # (Observation.get waits for ever); the rows are generated, and a failed send fails the job.
+        df = sink_columns(sink_frame(self.spark, self.sink_count, self.size), writer)
+        return self._timed(
             writer,
             "sink",
             round_no,
-            rows,
-            seconds,
-            python,
-            jvm,
-            jvms_cpu(brokers, before, after),
-            jvms_cpu(others, before, after),
+            self.sink_topic,
+            lambda: write_frame(df, writer, self.kafka.bootstrap, self.cluster.namesrv_addr, self.sink_topic),
+            rows=lambda: self.sink_count,
         )
 
     def run(self, reader: str, columns: str, round_no: int) -> Run:
+        """One timed read of the backlog by ``reader`` into the noop sink, the other side frozen."""
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
-        ours = reader in OURS
-        brokers = self.rocketmq_pids if ours else [self.kafka.pid]
-        others = [self.kafka.pid] if ours else self.rocketmq_pids
-        if ours:
-            wait_route(self.cluster.namesrv_addr, self.topic)
-        else:
-            self.kafka.wait_ready(self.topic)
-        caps = (
-            broker_caps(self.cluster, TUNED_CAPS) if reader == "rocketmq-tuned" else contextlib.nullcontext()
+        seen = Observation(f"rows_{uuid.uuid4().hex[:8]}")
+        df = reader_frame(
+            self.spark, reader, columns, self.kafka.bootstrap, self.cluster.namesrv_addr, self.topic
         )
-        with caps, frozen(others):
-            df = reader_frame(
-                self.spark, reader, columns, self.kafka.bootstrap, self.cluster.namesrv_addr, self.topic
-            )
-            seen = Observation(f"rows_{uuid.uuid4().hex[:8]}")
-            df = df.observe(seen, F.count(F.lit(1)).alias("rows"))
-            before = snapshot()
-            started = time.perf_counter()
-            df.write.format("noop").mode("overwrite").save()
-            seconds = time.perf_counter() - started
-            after = snapshot()
-        rows = int(seen.get["rows"])
-        if rows != self.count:
-            raise SystemExit(f"{reader} ({columns}) read {rows} rows, expected {self.count}")
-        jvm, python = tree_cpu(self.spark_pid, before, after)
-        return Run(
+        df = df.observe(seen, F.count(F.lit(1)).alias("rows"))
+        done = self._timed(
             reader,
             columns,
             round_no,
-            rows,
+            self.topic,
+            lambda: df.write.format("noop").mode("overwrite").save(),
+            rows=lambda: int(seen.get["rows"]),
+            caps=TUNED_CAPS if reader == "rocketmq-tuned" else None,
+        )
+        if done.rows != self.count:
+            raise SystemExit(f"{reader} ({columns}) read {done.rows} rows, expected {self.count}")
+        return done
+
+    def _timed(
+        self,
+        side: str,
+        columns: str,
+        round_no: int,
+        topic: str,
+        action: Callable[[], object],
+        *,
+        rows: Callable[[], int],
+        caps: Mapping[str, str] | None = None,
+    ) -> Run:
+        """``action()`` timed, with the CPU of the Python workers, the Spark JVM, ``side``'s broker
+        JVMs (ready for ``topic`` first; with ``caps`` for the time) and the other side's, frozen."""
+        ours = side in OURS
+        brokers = self.rocketmq_pids if ours else [self.kafka.pid]
+        others = [self.kafka.pid] if ours else self.rocketmq_pids
+        if ours:
+            wait_route(self.cluster.namesrv_addr, topic)
+        else:
+            self.kafka.wait_ready(topic)
+        with broker_caps(self.cluster, caps) if caps else contextlib.nullcontext(), frozen(others):
+            before = snapshot()
+            started = time.perf_counter()
+            action()
+            seconds = time.perf_counter() - started
+            after = snapshot()
+        jvm, python = tree_cpu(self.spark_pid, before, after)
+        return Run(
+            side,
+            columns,
+            round_no,
+            rows(),
             seconds,
             python,
             jvm,

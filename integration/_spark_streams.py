@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
     from pyspark.sql.streaming import StreamingQuery
 
-__all__ = ["CONNECT_BACK", "start_stream"]
+__all__ = ["CONNECT_BACK", "drain_available_now", "start_stream"]
 
 #: What Spark's query exception says when the runner did not connect back in time.
 CONNECT_BACK = "Python worker failed to connect back"
@@ -55,3 +57,22 @@ def start_stream(start: Callable[[], StreamingQuery]) -> StreamingQuery:
             f"the streaming query's Python runner did not connect back within Spark's 10 s: start {attempt + 1}"
         )
     raise AssertionError("unreachable")
+
+
+def drain_available_now(
+    stream: DataFrame, checkpoint: Path, collect: Callable[[DataFrame, int], Any], timeout: float = 300
+) -> StreamingQuery:
+    """Run ``stream`` under ``Trigger.AvailableNow`` into ``foreachBatch(collect)`` with its
+    checkpoint in ``checkpoint`` (started by :func:`start_stream`) until it ends, at most ``timeout``
+    seconds; the query ended without an exception."""
+    query = start_stream(
+        lambda: (
+            stream.writeStream.foreachBatch(collect)
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+    )
+    query.awaitTermination(timeout=timeout)
+    assert query.exception() is None
+    return query

@@ -24,7 +24,7 @@ import trio
 from pyspark.sql import DataFrame, SparkSession
 
 import spark_connector
-from integration._spark_streams import start_stream
+from integration._spark_streams import drain_available_now, start_stream
 from rocketmq_py._client._api import RemotingApi
 from rocketmq_py._transport import ConnectionPool
 from rocketmq_py.producer._producer import Producer
@@ -73,17 +73,8 @@ def run_available_now(
         .option("commitToGroup", group)
         .load()
     )
-    query = start_stream(
-        lambda: (
-            stream.writeStream.foreachBatch(collect)
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True)
-            .start()
-        )
-    )
-    query.awaitTermination(timeout=300)
+    query = drain_available_now(stream, checkpoint, collect)
     assert not query.isActive
-    assert query.exception() is None
     return batches
 
 
@@ -182,16 +173,7 @@ def test_max_records_per_batch_follows_the_backlogs_and_the_progress_shows_the_l
         .option("maxRecordsPerBatch", "20")
         .load()
     )
-    query = start_stream(
-        lambda: (
-            stream.writeStream.foreachBatch(collect)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
-    )
-    query.awaitTermination(timeout=300)
-    assert query.exception() is None
+    query = drain_available_now(stream, tmp_path / "checkpoint", collect)
     assert per_batch == [Counter({("broker-a", 0): 18, ("broker-a", 1): 2})] * 5
     a0, a1 = f"{topic}/broker-a/0", f"{topic}/broker-a/1"
     progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
@@ -313,16 +295,7 @@ def test_assign_and_min_partitions_in_a_stream(
         .option("minPartitions", "4")
         .load()
     )
-    query = start_stream(
-        lambda: (
-            stream.writeStream.foreachBatch(collect)
-            .option("checkpointLocation", str(tmp_path / "checkpoint"))
-            .trigger(availableNow=True)
-            .start()
-        )
-    )
-    query.awaitTermination(timeout=300)
-    assert query.exception() is None
+    drain_available_now(stream, tmp_path / "checkpoint", collect)
     assert sum((found for _, found in batches), Counter()) == Counter(
         {("broker-a", 1): 30, ("broker-b", 2): 10}
     )

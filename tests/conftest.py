@@ -7,10 +7,13 @@ NameServer (no JVM).
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -50,6 +53,30 @@ def _spark_batches(schema: Any, rows: list[tuple[Any, ...]], per_batch: int = 2)
         yield pa.RecordBatch.from_pylist(
             [dict(zip(arrow.names, row, strict=True)) for row in chunk], schema=arrow
         )
+
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def _load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` imported as a module (a script next to the helpers it imports)."""
+    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+@pytest.fixture(scope="session")
+def load_benchmark() -> Callable[[str], ModuleType]:
+    """``load_benchmark(name)``: a benchmark script imported as a module, for its pure parts."""
+    return _load_benchmark
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ nothing of it.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -19,19 +19,9 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
-def peers() -> ModuleType:
+def peers(load_benchmark: Callable[[str], ModuleType]) -> ModuleType:
     """benchmarks/peers.py imported as a module (a script next to the ``_side_by_side`` it imports)."""
-    spec = importlib.util.spec_from_file_location("benchmarks_peers", BENCHMARKS / "peers.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+    return load_benchmark("peers")
 
 
 def _target(peers: ModuleType) -> object:

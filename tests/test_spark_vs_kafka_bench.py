@@ -7,9 +7,8 @@ v4, non-flexible); the CPU accounting is checked on made-up /proc snapshots.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import struct
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -18,28 +17,14 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"benchmarks_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
+@pytest.fixture(scope="module")
+def bench(load_benchmark: Callable[[str], ModuleType]) -> ModuleType:
+    return load_benchmark("spark_vs_kafka")
 
 
 @pytest.fixture(scope="module")
-def bench() -> ModuleType:
-    return _load("spark_vs_kafka")
-
-
-@pytest.fixture(scope="module")
-def node() -> ModuleType:
-    return _load("_kafka_node")
+def node(load_benchmark: Callable[[str], ModuleType]) -> ModuleType:
+    return load_benchmark("_kafka_node")
 
 
 # --- the Kafka node and its probe --------------------------------------------------------------------

@@ -82,7 +82,11 @@ async def test_an_executors_tasks_share_one_producer(
 ) -> None:
     """Three tasks of one write in one process send with one producer (its client id in every
     heartbeat, one route lookup), kept 10 minutes by default; with ``clientCacheTimeout=0`` each
-    task starts its own. A writer with another producer group gets another producer."""
+    task starts its own. A writer with another producer group gets another producer.
+
+    The fake brokers only record what arrives: a producer's heartbeat names its client id (Java
+    ``MQClientInstance.sendHeartbeatToAllBroker``, ``HeartbeatData.clientID``); the real cluster runs
+    the cached producer in integration/test_spark_write.py."""
     schema = StructType([StructField("body", BinaryType())])
     writer = RocketMQWriter(
         {"namesrv": bulk_cluster.namesrv.address, "topic": TOPIC, **options}, schema, False

@@ -21,6 +21,7 @@ from rocketmq_py.protocol import (
     Message,
     PropertyKey,
     encode_batch,
+    encode_keyed_batch,
     unwrap_queue,
     validate_batch,
     wrap_name,
@@ -56,9 +57,12 @@ def batch_request(
     namespace: str | None,
     max_size: int,
     reserved: frozenset[str],
-    uniq_keys: Callable[[Sequence[Message]], list[str]],
+    new_keys: Callable[[int], list[str]],
 ) -> tuple[Message, list[str]]:
     """The wrapper message a batch is sent as, and the UNIQ_KEYs of its messages (made where missing).
+
+    ``new_keys(n)`` makes ``n`` new UNIQ_KEYs; each message without one gets one (as Java's
+    ``MessageClientIDSetter.setUniqID``).
 
     Raises:
         InvalidMessage: empty batch, mixed topics, delay or retry topics, a message that fails
@@ -66,22 +70,43 @@ def batch_request(
     """
     validate_batch(messages)
     validate_message(messages[0], max_size, reserved=reserved)  # the topic, once: it is theirs all
+    plain = True  # no message has properties: all get a new UNIQ_KEY, encoded in one pass
     for message in messages:
         body = message.body
-        if not body or len(body) > max_size or message.properties:
+        if message.properties:
+            plain = False
+            validate_message(message, max_size, reserved=reserved)
+        elif not body or len(body) > max_size:
             validate_message(message, max_size, reserved=reserved)
     wrapper = Message(wrap_name(namespace, messages[0].topic), b"")
     wrapper.properties[PropertyKey.WAIT_STORE_MSG_OK] = messages[0].properties.get(
         PropertyKey.WAIT_STORE_MSG_OK, "true"
     )
-    inner_ids = uniq_keys(messages)
     # No UNIQ_KEY on the batch itself: the broker appends the batch's properties to every stored
     # entry and the last UNIQ_KEY wins on decode, so consumers would see one id for the whole
     # batch (the Java client did this until apache/rocketmq#9416).
-    wrapper.body = encode_batch(messages)
+    if plain:
+        inner_ids = new_keys(len(messages))
+        wrapper.body = encode_keyed_batch(messages, inner_ids)
+    else:
+        inner_ids = _give_uniq_keys(messages, new_keys)
+        wrapper.body = encode_batch(messages)
     if len(wrapper.body) > max_size:
         raise MessageTooLarge(len(wrapper.body), max_size)
     return wrapper, inner_ids
+
+
+def _give_uniq_keys(messages: Sequence[Message], new_keys: Callable[[int], list[str]]) -> list[str]:
+    """Every message's UNIQ_KEY: its own, or a new one (made at once for all that lack one)."""
+    uniq_key = PropertyKey.UNIQ_KEY
+    keys = [message.properties.get(uniq_key) or "" for message in messages]
+    missing = keys.count("")
+    if missing:
+        fresh = iter(new_keys(missing))
+        for index, message in enumerate(messages):
+            if not keys[index]:
+                keys[index] = message.properties[uniq_key] = next(fresh)
+    return keys
 
 
 def batch_result(result: SendResult, inner_ids: list[str], namespace: str | None) -> SendResult:

@@ -441,7 +441,7 @@ class Producer(SendPath):
                 encoded size over ``max_message_size``.
         """
         wrapper, inner_ids = batch_request(
-            messages, self.namespace, self.max_message_size, self._reserved, self._batch_uniq_keys
+            messages, self.namespace, self.max_message_size, self._reserved, self._new_uniq_keys
         )
         if self.namespace is not None:
             queue = wire_queue(self.namespace, queue)

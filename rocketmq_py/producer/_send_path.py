@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
 from typing import Any, Final
 
@@ -413,23 +413,11 @@ class SendPath:
             reply.trace_on,
         )
 
-    def _batch_uniq_keys(self, messages: Sequence[Message]) -> list[str]:
-        """Every message's UNIQ_KEY, made (at once) for those without one; before any await."""
+    def _new_uniq_keys(self, count: int) -> list[str]:
+        """``count`` new UNIQ_KEYs, made at once (a batch's, before any await)."""
         if self._uniq is None:
             raise StateError("the producer is not started: use `async with Producer(...) as producer`")
-        uniq_key = PropertyKey.UNIQ_KEY
-        keys = [message.properties.get(uniq_key) or "" for message in messages]
-        missing = keys.count("")
-        if missing == len(keys):  # the usual batch: none has one yet
-            keys = self._uniq.next_many(missing)
-            for message, key in zip(messages, keys, strict=True):
-                message.properties[uniq_key] = key
-        elif missing:
-            fresh = iter(self._uniq.next_many(missing))
-            for index, message in enumerate(messages):
-                if not keys[index]:
-                    keys[index] = message.properties[uniq_key] = next(fresh)
-        return keys
+        return self._uniq.next_many(count)
 
     def _ensure_uniq_key(self, message: Message) -> str:
         key = message.properties.get(PropertyKey.UNIQ_KEY)

@@ -37,6 +37,7 @@ from rocketmq_py.protocol._admin_headers import (
 from rocketmq_py.protocol._batch import (
     decode_batch,
     encode_batch,
+    encode_keyed_batch,
     iter_batch,
     validate_batch,
 )
@@ -391,6 +392,7 @@ __all__ = [
     "encode_batch",
     "encode_batch_ack_body",
     "encode_body",
+    "encode_keyed_batch",
     "encode_offset_msg_id",
     "encode_properties",
     "encode_properties_bytes",

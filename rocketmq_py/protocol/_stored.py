@@ -99,6 +99,8 @@ _SYS_FLAG_AT: Final = 36
 _INT32: Final = struct.Struct(">i")
 _INT16: Final = struct.Struct(">h")
 _MIN_V4_V1: Final = _FIXED_V4.size + 1 + 2  # 91: empty body, topic and properties
+_UNIQ_PREFIX: Final = b"UNIQ_KEY\x01"  # how a producer's properties start (PropertyKey.UNIQ_KEY)
+_UNIQ_PREFIX_LEN: Final = len(_UNIQ_PREFIX)
 
 _Raw = tuple[int, int, int, int, int, int, int, int, int, bytes, int, bytes, int, int, bytes, bytes, bytes]
 # (total, magic, body_crc, queue_id, flag, queue_offset, commit_log_offset, sys_flag,
@@ -269,6 +271,8 @@ def decode_messages_fast(
     crc32 = zlib.crc32
     last_topic_raw = b""
     last_topic = ""
+    last_tail = b""
+    last_tail_props: dict[str, str] = {}
     pos = 0
     while pos < n:
         # Inlined common case: IPv4 hosts, magic v1, plain body. Anything else, or anything that
@@ -298,11 +302,28 @@ def decode_messages_fast(
                                 last_topic = topic_raw.decode("utf-8", "replace")
                             props: dict[str, str] = {}
                             if props_len:
-                                text = data[props_len_at + 2 : end].decode("utf-8", "replace")
-                                for chunk in text.split("\x02"):
-                                    key, _, value = chunk.partition("\x01")
-                                    if key and value:
-                                        props[key] = value
+                                props_at = props_len_at + 2
+                                # A producer's message starts with its own UNIQ_KEY and shares
+                                # the rest with its neighbours (region, cluster, WAIT, ...):
+                                # parse the rest once while it repeats.
+                                key_end = data.find(2, props_at + _UNIQ_PREFIX_LEN, end)
+                                if key_end > props_at + _UNIQ_PREFIX_LEN and data.startswith(
+                                    _UNIQ_PREFIX, props_at
+                                ):
+                                    tail = data[key_end + 1 : end]
+                                    if tail != last_tail:
+                                        last_tail = tail
+                                        last_tail_props = _split_properties(tail)
+                                    props["UNIQ_KEY"] = data[props_at + _UNIQ_PREFIX_LEN : key_end].decode(
+                                        "utf-8", "replace"
+                                    )
+                                    props.update(last_tail_props)
+                                else:
+                                    text = data[props_at:end].decode("utf-8", "replace")
+                                    for chunk in text.split("\x02"):
+                                        key, _, value = chunk.partition("\x01")
+                                        if key and value:
+                                            props[key] = value
                             m: MessageExt = new(cls)
                             m.topic = last_topic
                             m.body = payload

@@ -9,7 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rocketmq_py.errors import InvalidMessage, LocalProtocolError, MalformedMessage
-from rocketmq_py.protocol._batch import decode_batch, encode_batch, iter_batch, validate_batch
+from rocketmq_py.protocol._batch import (
+    decode_batch,
+    encode_batch,
+    encode_keyed_batch,
+    iter_batch,
+    validate_batch,
+)
+from rocketmq_py.protocol._ids import UniqKeyGenerator
 from rocketmq_py.protocol._message import Message
 
 prop_keys = st.text(st.characters(codec="utf-8", exclude_characters="\x01\x02"), min_size=1, max_size=10)
@@ -106,6 +113,59 @@ def test_encode_rejects_oversized_properties_and_flag() -> None:
         encode_batch([Message("T", properties={"k": "x" * 40000})])
     with pytest.raises(LocalProtocolError):
         encode_batch([Message("T", flag=2**31)])
+
+
+def _copies(batch: list[Message]) -> tuple[list[Message], list[Message]]:
+    def copy() -> list[Message]:
+        return [Message(m.topic, m.body, flag=m.flag, properties=dict(m.properties)) for m in batch]
+
+    return copy(), copy()
+
+
+keys = st.one_of(
+    st.just(UniqKeyGenerator().next_many(5)),  # the producer's own: the one-pass template
+    st.just(UniqKeyGenerator(ip="::1").next_many(5)),  # IPv6: 56 characters
+    st.lists(st.text(max_size=40), min_size=5, max_size=5),  # anything else: the general encoder
+)
+
+
+@given(st.lists(messages, min_size=1, max_size=5), keys, st.booleans())
+def test_keyed_batch_is_the_keys_set_then_encoded(batch: list[Message], uniq: list[str], plain: bool) -> None:
+    """encode_keyed_batch gives every message its key and the bytes of encode_batch after that."""
+    if plain:
+        batch = [Message(m.topic, m.body, flag=m.flag) for m in batch]
+    uniq = uniq[: len(batch)]
+    ours, reference = _copies(batch)
+    for message, key in zip(reference, uniq, strict=True):
+        message.properties["UNIQ_KEY"] = key
+    try:
+        expected: bytes | type[Exception] = encode_batch(reference)
+    except LocalProtocolError:
+        expected = LocalProtocolError
+    if expected is LocalProtocolError:
+        with pytest.raises(LocalProtocolError):
+            encode_keyed_batch(ours, uniq)
+    else:
+        assert encode_keyed_batch(ours, uniq) == expected
+    assert [m.properties for m in ours] == [m.properties for m in reference]
+
+
+def test_keyed_batch_of_plain_messages_decodes_with_the_keys() -> None:
+    uniq = UniqKeyGenerator().next_many(3)
+    batch = [Message("T", b"a"), Message("T", b"", flag=7), Message("T", b"c" * 300)]
+    decoded = decode_batch(encode_keyed_batch(batch, uniq), "T")
+    assert [(m.body, m.flag, m.properties) for m in decoded] == [
+        (b"a", 0, {"UNIQ_KEY": uniq[0]}),
+        (b"", 7, {"UNIQ_KEY": uniq[1]}),
+        (b"c" * 300, 0, {"UNIQ_KEY": uniq[2]}),
+    ]
+
+
+def test_keyed_batch_refuses_what_encode_batch_refuses() -> None:
+    with pytest.raises(LocalProtocolError, match="flag"):
+        encode_keyed_batch([Message("T", flag=2**31)], UniqKeyGenerator().next_many(1))
+    with pytest.raises(ValueError, match="2 keys for 1 messages"):
+        encode_keyed_batch([Message("T")], ["A", "B"])
 
 
 def test_validate_batch_accepts_java_valid_batches() -> None:

@@ -338,6 +338,31 @@ def test_bad_utf8_becomes_replacement_characters_like_java(decode: Decoder) -> N
     assert msg.properties == {"k": "\ufffd\ufffd"}
 
 
+raw_text = st.binary(max_size=12).map(lambda b: b.replace(b"\x02", b"")) | st.sampled_from(
+    [b"", b"\x01", b"\xff\xfe", b"\xe2\x82", "日本".encode()]
+)
+raw_properties = st.lists(
+    st.tuples(st.sampled_from([b"UNIQ_KEY", b"WAIT", b"K", b""]) | raw_text, raw_text), max_size=4
+).map(lambda items: b"".join(k + b"\x01" + v + b"\x02" for k, v in items))
+
+
+@given(st.lists(st.tuples(raw_text, raw_properties), min_size=1, max_size=4), st.booleans(), st.booleans())
+def test_uniq_key_first_properties_decode_alike(
+    records: list[tuple[bytes, bytes]], shared_tail: bool, terminated: bool
+) -> None:
+    """Properties that start with a UNIQ_KEY (a producer's), the rest shared by neighbours or not,
+    decode as the construct reference decodes them: text, bad UTF-8, empty values and keys, a
+    second UNIQ_KEY, a last entry without its separator."""
+    data = b""
+    for key, tail in records:
+        props = b"UNIQ_KEY\x01" + key + b"\x02" + (records[0][1] if shared_tail else tail)
+        data += _with_properties(props if terminated else props.rstrip(b"\x02"))
+    expected = decode_messages_construct(data)
+    assert decode_messages_fast(data) == expected
+    assert [m.properties for m in decode_messages_fast(data)] == [m.properties for m in expected]
+    assert [list(m.properties) for m in decode_messages_fast(data)] == [list(m.properties) for m in expected]
+
+
 def _with_properties(props: bytes) -> bytes:
     head = encode_stored_message(MessageExt("T"))[:-2]  # drop the empty properties length
     data = bytearray(head + len(props).to_bytes(2, "big") + props)

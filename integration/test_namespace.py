@@ -143,3 +143,20 @@ async def test_a_failed_message_comes_back_through_the_wrapped_retry_topic(clust
     assert again.reconsume_times == 1
     assert again.properties["RETRY_TOPIC"] == wire
     assert _stored(cluster, f"%RETRY%{NS}%{group}") >= 1
+
+
+async def test_fetch_publish_queues_are_the_wrapped_topics_queues_under_the_plain_name(
+    cluster: Cluster,
+) -> None:
+    """``Producer.fetch_publish_queues`` against ``mqadmin topicStatus`` of the wrapped topic (the
+    fake-broker test of the same, tests/producer/test_producer_namespace.py, assumes this route)."""
+    topic, group = _names("ns-queues")
+    wire = f"{NS}%{topic}"
+    cluster.create_topic(wire, 4)
+    async with Producer(f"{group}-p", namesrv=cluster.namesrv_addr, namespace=NS) as producer:
+        queues = await producer.fetch_publish_queues(topic)
+    status = cluster.mqadmin("topicStatus", "-t", wire).check().output
+    listed = {(broker, int(queue_id)) for broker, queue_id, _, _ in _STATUS_ROW.findall(status)}
+    assert {q.topic for q in queues} == {topic}
+    assert {(q.broker_name, q.queue_id) for q in queues} == listed
+    assert len(listed) == 4 * len(cluster.brokers)

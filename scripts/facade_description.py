@@ -185,6 +185,7 @@ Args: as :class:`rocketmq_py.Producer`.
             "client_id": AUTO,
             "statistics": AUTO,  # a frozen snapshot, built at each call (in the loop thread when blocking)
             "health": AUTO,
+            "fetch_publish_queues": AUTO,
             "send": Member(aio=Bridge(fast_path=True)),
             "send_oneway": AUTO,
             "send_batch": AUTO,

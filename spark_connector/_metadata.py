@@ -60,6 +60,7 @@ __all__ = [
     "queue_states",
     "reader_api",
     "resolve_topics",
+    "retrying",
     "route",
     "run_with_api",
     "run_with_retries",
@@ -153,31 +154,56 @@ def run_with_retries(options: ReadOptions, what: str, attempt: Callable[[], T]) 
     Args:
         what: names the step in the warning logged before each retry.
     """
-    retries = options.fetch_offset_retries
-    interval = options.fetch_offset_retry_interval_ms
-    for n in range(retries + 1):
+    for n in range(options.fetch_offset_retries + 1):
         try:
             return attempt()
         except Exception as exc:
-            failures = transport_failures(exc)
-            if failures is None:
+            error = _after_failure(options, what, n, exc)
+            if error is exc:
                 raise
-            first = failures[0]
-            if n == retries:
-                if len(failures) > 1:
-                    first.add_note(f"{len(failures) - 1} more queries of the same step failed too")
-                raise first from None
-            log.warning(
-                "%s failed (%s: %s); trying again in %d ms (retry %d of %d)",
-                what,
-                type(first).__name__,
-                first,
-                interval,
-                n + 1,
-                retries,
-            )
-        time.sleep(interval / 1000.0)
+            if error is not None:
+                raise error from None
+        time.sleep(options.fetch_offset_retry_interval_ms / 1000.0)
     raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
+
+
+async def retrying(options: ReadOptions, what: str, attempt: Callable[[], Awaitable[T]]) -> T:
+    """:func:`run_with_retries` for a step of an executor's trio loop (its route reads)."""
+    for n in range(options.fetch_offset_retries + 1):
+        try:
+            return await attempt()
+        except Exception as exc:
+            error = _after_failure(options, what, n, exc)
+            if error is exc:
+                raise
+            if error is not None:
+                raise error from None
+        await trio.sleep(options.fetch_offset_retry_interval_ms / 1000.0)
+    raise AssertionError("unreachable")  # pragma: no cover - the last attempt returns or raises
+
+
+def _after_failure(options: ReadOptions, what: str, attempt: int, exc: Exception) -> BaseException | None:
+    """What attempt ``attempt`` (from 0) failing with ``exc`` ends in: the error to raise (``exc``
+    itself when no other attempt can mend it), or ``None`` to try again (logged)."""
+    failures = transport_failures(exc)
+    if failures is None:
+        return exc
+    first = failures[0]
+    retries = options.fetch_offset_retries
+    if attempt == retries:
+        if len(failures) > 1:
+            first.add_note(f"{len(failures) - 1} more queries of the same step failed too")
+        return first
+    log.warning(
+        "%s failed (%s: %s); trying again in %d ms (retry %d of %d)",
+        what,
+        type(first).__name__,
+        first,
+        options.fetch_offset_retry_interval_ms,
+        attempt + 1,
+        retries,
+    )
+    return None
 
 
 async def _each_namesrv(options: ReadOptions, call: Callable[[str], Awaitable[T]]) -> T:

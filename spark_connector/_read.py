@@ -27,7 +27,8 @@ the range resumes at ``nextBeginOffset``.
 A window of pulls that fails on its connection (the broker killed, or failing over to a replica
 in controller mode) is pulled again from its first offset after ``fetchOffset.retryIntervalMs``,
 from the address a route read anew names for the broker, up to ``fetchOffset.numRetries`` times in
-a row: its rows were not emitted, so none is read twice or skipped.
+a row: its rows were not emitted, so none is read twice or skipped. The route read that names the
+brokers of ranges planned without an address (streaming replays) is tried again the same way.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from spark_connector._metadata import (
     broker_addresses,
     connection_pool,
     reader_api,
+    retrying,
     route,
     transport_failures,
 )
@@ -362,7 +364,7 @@ async def _produce(
 
     api = reader_api(client.pool, options)
     ranges = [r for r in partition.ranges if r.count > 0]
-    resolved = await _addresses(api, options, ranges, client)
+    resolved = await retrying(options, "reading the route", lambda: _addresses(api, options, ranges, client))
     limiter = trio.CapacityLimiter(_RANGE_CONCURRENCY)
 
     async def one(r: QueueRange) -> None:

@@ -53,6 +53,7 @@ from rocketmq_py.producer._validation import (
     RESERVED_PROPERTY_KEYS,
     validate_message,
     validate_producer_group,
+    validate_topic,
 )
 from rocketmq_py.protocol import (
     CompressionType,
@@ -60,6 +61,7 @@ from rocketmq_py.protocol import (
     MessageExt,
     MessageQueue,
     UniqKeyGenerator,
+    unwrap_queue,
     wrap_name,
 )
 from rocketmq_py.protocol._compression import COMPRESS_OVER_BYTES, DEFAULT_COMPRESS_LEVEL
@@ -321,6 +323,21 @@ class Producer(SendPath):
             A new frozen :class:`ProducerStatistics`, which later sends do not change.
         """
         return self._stats.snapshot(self._fault)
+
+    async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The writable queues of ``topic``, those sends choose from (Java
+        ``fetchPublishMessageQueues``): from the cached route, read from a NameServer when there
+        is none yet (a topic the NameServer does not know gets the queues auto-creation would give
+        it, as sends do).
+
+        Raises:
+            InvalidTopic: a bad topic name (nothing sent).
+            StateError: the producer is not started.
+            RouteNotFound, TransportError: no route could be read.
+        """
+        validate_topic(topic)
+        info = await self._client_instance.routes.publish_info(wrap_name(self.namespace, topic))
+        return [unwrap_queue(self.namespace, queue) for queue in info.queues]
 
     # --- sending ---------------------------------------------------------------------------------------
 

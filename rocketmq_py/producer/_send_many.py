@@ -29,7 +29,7 @@ from rocketmq_py.producer._batcher import Batcher, Chunk
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.producer._selectors import select_by_sharding_key
 from rocketmq_py.producer._types import SendResult
-from rocketmq_py.protocol import Message, MessageQueue, wrap_name, wrap_queue
+from rocketmq_py.protocol import Message, MessageQueue
 
 __all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_MAX_IN_FLIGHT", "SendCounts", "send_many"]
 
@@ -184,7 +184,9 @@ async def send_many(
                 if queue is not None:
                     queue = await _named_queue(producer, message, queue, index, describe)
                 elif message.sharding_key is not None:
-                    queue = select_by_sharding_key(await _writable(producer, message.topic), message, None)
+                    queue = select_by_sharding_key(
+                        await producer.fetch_publish_queues(message.topic), message, None
+                    )
                 for chunk in batcher.add(message, index, queue):
                     await loop.dispatch(chunk)
             for chunk in batcher.flush():
@@ -198,16 +200,10 @@ async def send_many(
     return loop.counts
 
 
-async def _writable(producer: Producer, topic: str) -> list[MessageQueue]:
-    """The queues of ``topic`` (a plain name) the producer may send to, as the brokers name them."""
-    info = await producer._client_instance.routes.publish_info(wrap_name(producer.namespace, topic))
-    return list(info.queues)
-
-
 async def _named_queue(
     producer: Producer, message: Message, queue: MessageQueue, index: int, describe: Describe
 ) -> MessageQueue:
-    """``queue`` as the brokers name it, once checked against ``message`` and the topic's route.
+    """``queue``, once checked against ``message`` and the topic's route.
 
     Raises:
         InvalidMessage: another topic's queue, or one the route has no writable queue for.
@@ -217,10 +213,9 @@ async def _named_queue(
             f"queue {queue.topic}/{queue.broker_name}/{queue.queue_id} is not of topic {message.topic!r}"
         )
     else:
-        wire = wrap_queue(producer.namespace, queue)
-        writable = await _writable(producer, message.topic)
-        if wire in writable:
-            return wire
+        writable = await producer.fetch_publish_queues(message.topic)
+        if queue in writable:
+            return queue
         names = ", ".join(f"{q.broker_name}/{q.queue_id}" for q in writable)
         error = InvalidMessage(
             f"topic {message.topic!r} has no writable queue {queue.broker_name}/{queue.queue_id} (its queues: {names})"

@@ -109,8 +109,8 @@ def encode_keyed_batch(messages: Sequence[Message], keys: Sequence[str]) -> byte
     message has properties yet (a plain batch, the usual one): every entry's properties are then
     ``UNIQ_KEY\\x01<key>\\x02``, written with their length word from one template instead of
     through the property encoder (16 plain messages: 9 µs instead of 16 µs with the keys set
-    first). Keys that are not ASCII letters and digits of one length, a message with properties
-    or a flag beyond int32 go the general way, which encodes them or raises precisely.
+    first). Keys that are not ASCII of one length and free of the separators, a message with
+    properties or a flag beyond int32 go the general way, which encodes them or raises precisely.
 
     Raises:
         LocalProtocolError: as :func:`encode_batch`.
@@ -118,7 +118,14 @@ def encode_keyed_batch(messages: Sequence[Message], keys: Sequence[str]) -> byte
     if len(keys) != len(messages):
         raise ValueError(f"{len(keys)} keys for {len(messages)} messages")
     joined = "".join(keys)
-    if keys and joined.isascii() and joined.isalnum() and len(joined) == len(keys[0]) * len(keys):
+    if (
+        keys
+        and keys[0]
+        and len(joined) == len(keys[0]) * len(keys)
+        and joined.isascii()
+        and "\x01" not in joined
+        and "\x02" not in joined
+    ):
         props_len = len(_UNIQ_KEY) + 2 + len(keys[0])
         prefix = _PROPS_LEN.pack(props_len).decode("latin-1") + _UNIQ_KEY + "\x01"
         fixed = _FIXED + props_len

@@ -158,6 +158,19 @@ class Producer(SyncClient[TrioProducer]):
         """
         return self._read(self._client.health)
 
+    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The writable queues of ``topic``, those sends choose from (Java
+        ``fetchPublishMessageQueues``): from the cached route, read from a NameServer when there
+        is none yet (a topic the NameServer does not know gets the queues auto-creation would give
+        it, as sends do).
+
+        Raises:
+            InvalidTopic: a bad topic name (nothing sent).
+            StateError: the producer is not started.
+            RouteNotFound, TransportError: no route could be read.
+        """
+        return self._call(self._client.fetch_publish_queues, topic)
+
     def send(
         self,
         message: Message,

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from rocketmq_py.errors import ClientError, RequestReplyTimeout
+from rocketmq_py.errors import ClientError, InvalidTopic, RequestReplyTimeout, StateError
 from rocketmq_py.hooks import Hook, SendContext
 from rocketmq_py.producer._producer import Producer
 from rocketmq_py.producer._transaction import TransactionProducer
@@ -213,3 +213,27 @@ async def test_send_contexts_carry_the_namespace(
     assert {ctx.message.topic for ctx in ns_hook.seen} == {WIRE_TOPIC}
     ((tx_ctx),) = tx_hook.seen
     assert (tx_ctx.transactional, tx_ctx.namespace, tx_ctx.producer_group) == (True, NS, "ns1%tx-group")
+
+
+async def test_fetch_publish_queues_names_the_queues_as_the_caller_does(
+    cluster: Cluster, make_producer: MakeProducer
+) -> None:
+    """The route of the wrapped topic; its queues under the plain name (Java
+    ``DefaultMQProducer.fetchPublishMessageQueues`` unwraps them the same way)."""
+    async with make_producer(namespace=NS) as producer:
+        queues = await producer.fetch_publish_queues("TopicTest")
+    assert queues == [
+        MessageQueue("TopicTest", fb.broker_name, queue_id)
+        for fb in (cluster.a, cluster.b)
+        for queue_id in (0, 1)
+    ]
+    assert cluster.route_queries() == [WIRE_TOPIC]
+
+
+async def test_fetch_publish_queues_checks_the_name_and_the_producer(make_producer: MakeProducer) -> None:
+    producer = make_producer()
+    with pytest.raises(StateError, match="not started"):
+        await producer.fetch_publish_queues("TopicTest")
+    async with producer:
+        with pytest.raises(InvalidTopic):
+            await producer.fetch_publish_queues("bad topic!")

@@ -191,6 +191,42 @@ async def test_a_range_planned_on_a_gone_broker_is_pulled_from_the_one_the_route
     assert len(served) == 1
 
 
+async def test_an_executors_route_read_is_tried_again(caplog: pytest.LogCaptureFixture) -> None:
+    """A range planned without an address (a streaming replay) has its broker named by a route read
+    on the executor; a NameServer connection lost on that read is tried again, as the driver's are."""
+    async with FakeBroker() as namesrv, FakeBroker() as broker:
+        broker.add_topic(TOPIC, queues=1)
+        broker.put_messages(0, [Message(TOPIC, b"m%d" % i) for i in range(5)])
+        served: list[int] = []
+
+        async def route_read(request: RemotingCommand) -> RemotingCommand | None:
+            served.append(len(served))
+            if len(served) == 1:  # the first read loses its connection, unanswered
+                await namesrv.drop_clients()
+                return None
+            return answer(request, body=encode_body(route_to(broker.address, queues=1)))
+
+        namesrv.on(RequestCode.GET_ROUTEINFO_BY_TOPIC, route_read)
+        options = parse_read_options(
+            {
+                "namesrv": namesrv.address,
+                "topic": TOPIC,
+                "fetchOffset.retryIntervalMs": "0",
+                "clientCacheTimeout": "0",
+            },
+            streaming=True,
+        )
+        with caplog.at_level(logging.WARNING, "spark_connector"):
+            batches = await trio.to_thread.run_sync(
+                lambda: list(iter_partition(partition_on("", 5), options))
+            )
+    assert bodies(batches) == [b"m%d" % i for i in range(5)]
+    assert len(served) == 2
+    assert [
+        r.getMessage() for r in caplog.records if r.getMessage().startswith("reading the route failed")
+    ] != []
+
+
 async def test_a_broker_that_dies_mid_range_leaves_no_row_skipped_or_read_twice(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

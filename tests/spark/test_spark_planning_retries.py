@@ -174,6 +174,16 @@ def bodies(batches: list[pa.RecordBatch]) -> list[bytes]:
     return [bytes(b) for batch in batches for b in batch.column("body").to_pylist()]
 
 
+async def read_range(namesrv: FakeBroker, address: str, end: int, **options: str) -> list[pa.RecordBatch]:
+    """An executor's read of ``[0, end)`` of queue 0, planned on ``address`` (``""``: none, as a
+    streaming replay), with routes from ``namesrv`` and retries at once."""
+    parsed = parse_read_options(
+        {"namesrv": namesrv.address, "topic": TOPIC, "fetchOffset.retryIntervalMs": "0", **options},
+        streaming=True,
+    )
+    return await trio.to_thread.run_sync(lambda: list(iter_partition(partition_on(address, end), parsed)))
+
+
 async def test_a_range_planned_on_a_gone_broker_is_pulled_from_the_one_the_route_names(
     refused_address: str,
 ) -> None:
@@ -181,12 +191,7 @@ async def test_a_range_planned_on_a_gone_broker_is_pulled_from_the_one_the_route
         broker.add_topic(TOPIC, queues=1)
         broker.put_messages(0, [Message(TOPIC, b"m%d" % i) for i in range(10)])
         served = serve_routes(broker, lambda n: route_to(broker.address, queues=1))
-        options = parse_read_options(
-            {"namesrv": broker.address, "topic": TOPIC, "fetchOffset.retryIntervalMs": "0"}, streaming=True
-        )
-        batches = await trio.to_thread.run_sync(
-            lambda: list(iter_partition(partition_on(refused_address, 10), options))
-        )
+        batches = await read_range(broker, refused_address, 10)
     assert bodies(batches) == [b"m%d" % i for i in range(10)]
     assert len(served) == 1
 
@@ -207,19 +212,8 @@ async def test_an_executors_route_read_is_tried_again(caplog: pytest.LogCaptureF
             return answer(request, body=encode_body(route_to(broker.address, queues=1)))
 
         namesrv.on(RequestCode.GET_ROUTEINFO_BY_TOPIC, route_read)
-        options = parse_read_options(
-            {
-                "namesrv": namesrv.address,
-                "topic": TOPIC,
-                "fetchOffset.retryIntervalMs": "0",
-                "clientCacheTimeout": "0",
-            },
-            streaming=True,
-        )
         with caplog.at_level(logging.WARNING, "spark_connector"):
-            batches = await trio.to_thread.run_sync(
-                lambda: list(iter_partition(partition_on("", 5), options))
-            )
+            batches = await read_range(namesrv, "", 5, clientCacheTimeout="0")
     assert bodies(batches) == [b"m%d" % i for i in range(5)]
     assert len(served) == 2
     assert [
@@ -239,19 +233,8 @@ async def test_a_broker_that_dies_mid_range_leaves_no_row_skipped_or_read_twice(
             broker.put_messages(0, messages)
         old.drop_after(PIPELINE + 1)  # a window is PIPELINE pulls, one per segment
         served = serve_routes(namesrv, lambda n: route_to(new.address, queues=1))
-        options = parse_read_options(
-            {
-                "namesrv": namesrv.address,
-                "topic": TOPIC,
-                "pullBatchSize": "4",
-                "fetchOffset.retryIntervalMs": "0",
-            },
-            streaming=True,
-        )
         with caplog.at_level(logging.WARNING, "spark_connector"):
-            batches = await trio.to_thread.run_sync(
-                lambda: list(iter_partition(partition_on(old.address, 100), options))
-            )
+            batches = await read_range(namesrv, old.address, 100, pullBatchSize="4")
         pulled_from_old = len(old.requests(RequestCode.PULL_MESSAGE))
     assert bodies(batches) == [b"m%d" % i for i in range(100)]
     assert pulled_from_old == PIPELINE + 1
@@ -263,15 +246,6 @@ async def test_a_range_gives_up_after_its_retries(refused_address: str) -> None:
     async with FakeBroker() as namesrv:
         dead = refused_address
         served = serve_routes(namesrv, lambda n: route_to(dead, queues=1))
-        options = parse_read_options(
-            {
-                "namesrv": namesrv.address,
-                "topic": TOPIC,
-                "fetchOffset.numRetries": "2",
-                "fetchOffset.retryIntervalMs": "0",
-            },
-            streaming=True,
-        )
         with pytest.raises(ConnectionFailed):
-            await trio.to_thread.run_sync(lambda: list(iter_partition(partition_on(dead, 5), options)))
+            await read_range(namesrv, dead, 5, **{"fetchOffset.numRetries": "2"})
     assert len(served) == 2  # one route read before each retry

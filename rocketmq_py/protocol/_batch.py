@@ -108,9 +108,10 @@ def encode_keyed_batch(messages: Sequence[Message], keys: Sequence[str]) -> byte
     The same bytes as setting the keys and calling :func:`encode_batch`, in one pass when no
     message has properties yet (a plain batch, the usual one): every entry's properties are then
     ``UNIQ_KEY\\x01<key>\\x02``, written with their length word from one template instead of
-    through the property encoder (16 plain messages: 9 µs instead of 16 µs with the keys set
-    first). Keys that are not ASCII of one length and free of the separators, a message with
-    properties or a flag beyond int32 go the general way, which encodes them or raises precisely.
+    through the property encoder (16 plain messages, their keys made too: 11.8 µs instead of 18.0 µs
+    with the keys set first). Keys that are not ASCII of one length and free of the separators, a
+    message with properties or a flag beyond int32 go the general way, which encodes them or
+    raises precisely.
 
     Raises:
         LocalProtocolError: as :func:`encode_batch`.

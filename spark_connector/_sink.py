@@ -222,6 +222,44 @@ def _get(row: Sequence[Any], position: int | None) -> Any:
     return None if position is None else row[position]
 
 
+def message_maker(columns: SinkColumns, topic_option: str | None) -> Callable[[Sequence[Any], int], Message]:
+    """What :func:`row_to_message` does for rows of ``columns``, as one function ``(row, row_index)``
+    made once per task: it reads only the columns the schema has (the sink's hot path)."""
+    body_at, body_is_string, topic_at = columns.body, columns.body_is_string, columns.topic
+    props_at, tags_at, keys_at = columns.properties, columns.tags, columns.keys
+    delay_at, sharding_at = columns.delay_level, columns.sharding_key
+    tags_key, keys_key = PropertyKey.TAGS, PropertyKey.KEYS
+
+    def make(row: Sequence[Any], row_index: int = 0) -> Message:
+        body = row[body_at]
+        if body is None:
+            raise InvalidMessage(f"row {row_index}: column 'body' is null")
+        if body_is_string:
+            body = body.encode()
+        elif not isinstance(body, bytes):
+            body = bytes(body)
+        topic = topic_option or (None if topic_at is None else row[topic_at])
+        if not topic:
+            raise InvalidMessage(f"row {row_index}: column 'topic' is null and no 'topic' option is set")
+        message = Message(topic, body)
+        if props_at is not None and (properties := row[props_at]):
+            message.properties = {k: v for k, v in properties.items() if v is not None}
+        if tags_at is not None and (tags := row[tags_at]):
+            message.properties[tags_key] = tags
+        if keys_at is not None and (keys := row[keys_at]):
+            if isinstance(keys, str):
+                message.properties[keys_key] = keys
+            else:
+                message.keys = [k for k in keys if k]
+        if delay_at is not None and (delay := row[delay_at]):
+            message.delay_level = delay
+        if sharding_at is not None and (sharding_key := row[sharding_at]) is not None:
+            message.sharding_key = sharding_key
+        return message
+
+    return make
+
+
 def row_to_message(
     row: Sequence[Any], columns: SinkColumns, topic_option: str | None, row_index: int = 0
 ) -> Message:
@@ -230,33 +268,7 @@ def row_to_message(
     Raises:
         InvalidMessage: the row's body or topic is null (the message gives the row's index).
     """
-    body = row[columns.body]
-    if body is None:
-        raise InvalidMessage(f"row {row_index}: column 'body' is null")
-    if columns.body_is_string:
-        body = body.encode()
-    elif not isinstance(body, bytes):
-        body = bytes(body)
-    topic = topic_option or _get(row, columns.topic)
-    if not topic:
-        raise InvalidMessage(f"row {row_index}: column 'topic' is null and no 'topic' option is set")
-    properties = _get(row, columns.properties)
-    message = Message(
-        topic, body, properties={k: v for k, v in properties.items() if v is not None} if properties else None
-    )
-    tags = _get(row, columns.tags)
-    if tags:
-        message.tags = tags
-    keys = _get(row, columns.keys)
-    if keys:
-        message.keys = keys if isinstance(keys, str) else [k for k in keys if k]
-    delay = _get(row, columns.delay_level)
-    if delay:
-        message.delay_level = delay
-    sharding_key = _get(row, columns.sharding_key)
-    if sharding_key is not None:
-        message.sharding_key = sharding_key
-    return message
+    return message_maker(columns, topic_option)(row, row_index)
 
 
 def row_queue(
@@ -428,11 +440,14 @@ class _SinkBase:
         self, rows: Iterator[Any], scope: str, partition_id: int
     ) -> Iterator[Message | tuple[Message, MessageQueue]]:
         opts, columns = self.sink_options, self.columns
+        make = message_maker(columns, opts.topic)
+        deterministic = opts.deterministic_keys
+        pinned = columns.broker_name is not None or columns.queue_id is not None
         for index, row in enumerate(rows):
-            message = row_to_message(row, columns, opts.topic, index)
-            if opts.deterministic_keys:
+            message = make(row, index)
+            if deterministic:
                 message.properties[PropertyKey.UNIQ_KEY] = deterministic_uniq_key(scope, partition_id, index)
-            queue = row_queue(row, columns, message.topic, index)
+            queue = row_queue(row, columns, message.topic, index) if pinned else None
             yield message if queue is None else (message, queue)
 
     async def _write_async(

@@ -70,11 +70,12 @@ def batch_request(
     """
     validate_batch(messages)
     validate_message(messages[0], max_size, reserved=reserved)  # the topic, once: it is theirs all
-    plain = True  # no message has properties: all get a new UNIQ_KEY, encoded in one pass
+    keyless = True  # no message has a UNIQ_KEY yet: all get a new one, in encode_keyed_batch
+    uniq_key = PropertyKey.UNIQ_KEY
     for message in messages:
         body = message.body
-        if message.properties:
-            plain = False
+        if properties := message.properties:
+            keyless = keyless and uniq_key not in properties
             validate_message(message, max_size, reserved=reserved)
         elif not body or len(body) > max_size:
             validate_message(message, max_size, reserved=reserved)
@@ -85,7 +86,7 @@ def batch_request(
     # No UNIQ_KEY on the batch itself: the broker appends the batch's properties to every stored
     # entry and the last UNIQ_KEY wins on decode, so consumers would see one id for the whole
     # batch (the Java client did this until apache/rocketmq#9416).
-    if plain:
+    if keyless:  # a batch of plain messages is encoded in one pass (see encode_keyed_batch)
         inner_ids = new_keys(len(messages))
         wrapper.body = encode_keyed_batch(messages, inner_ids)
     else:

@@ -40,6 +40,8 @@ _PROPS_LEN: Final = struct.Struct(">h")
 _FIXED: Final = _HEAD.size + _PROPS_LEN.size  # 22 bytes around body and properties
 _MAX_INT32: Final = 2**31 - 1
 _UNIQ_KEY: Final = "UNIQ_KEY"  # PropertyKey.UNIQ_KEY (_properties imports nothing from here)
+_DELAY: Final = "DELAY"  # PropertyKey.DELAY_TIME_LEVEL
+_WAIT: Final = "WAIT"  # PropertyKey.WAIT_STORE_MSG_OK
 
 
 def encode_batch(messages: Sequence[Message]) -> bytes:
@@ -67,7 +69,15 @@ def encode_batch(messages: Sequence[Message]) -> bytes:
                 empty_key = empty_key or not key
             else:
                 texts.append("")
-        elif properties:
+            continue
+        if len(properties) == 2:  # the next most usual: the user's tags or keys, and the UNIQ_KEY
+            (key, value), (key2, value2) = properties.items()
+            if value and value2:
+                entries += 2
+                texts.append(f"{key}\x01{value}\x02{key2}\x01{value2}\x02")
+                empty_key = empty_key or not key or not key2
+                continue
+        if properties:
             items = [f"{key}\x01{value}\x02" for key, value in properties.items() if value]
             entries += len(items)
             texts.append("".join(items))
@@ -226,7 +236,7 @@ def validate_batch(messages: Sequence[Message]) -> None:
             if not wait:
                 raise InvalidMessage("all messages of a batch must have the same WAIT (wait_store_msg_ok)")
             continue
-        if message.delay_level > 0:
+        if _DELAY in properties and message.delay_level > 0:
             raise InvalidMessage("delayed messages are not allowed in a batch")
-        if message.wait_store_msg_ok != wait:
+        if (message.wait_store_msg_ok if _WAIT in properties else True) != wait:  # absent: true
             raise InvalidMessage("all messages of a batch must have the same WAIT (wait_store_msg_ok)")

@@ -18,6 +18,7 @@ from rocketmq_py.protocol._batch import (
 )
 from rocketmq_py.protocol._ids import UniqKeyGenerator
 from rocketmq_py.protocol._message import Message
+from rocketmq_py.protocol._properties import encode_properties
 
 prop_keys = st.text(st.characters(codec="utf-8", exclude_characters="\x01\x02"), min_size=1, max_size=10)
 prop_values = st.text(st.characters(codec="utf-8", exclude_characters="\x02"), min_size=1, max_size=16)
@@ -186,3 +187,34 @@ def test_validate_batch_accepts_java_valid_batches() -> None:
 def test_validate_batch_rejects(batch: list[Message], why: str) -> None:
     with pytest.raises(InvalidMessage, match=why):
         validate_batch(batch)
+
+
+two_properties = st.dictionaries(
+    st.text(st.characters(codec="utf-8"), max_size=6),
+    st.one_of(st.none(), st.text(st.characters(codec="utf-8"), max_size=6)),
+    min_size=2,
+    max_size=2,
+)
+
+
+@given(st.lists(two_properties, min_size=1, max_size=4))
+def test_two_property_entries_encode_as_each_messages_properties(
+    properties: list[dict[str, str | None]],
+) -> None:
+    """Entries of two properties (a tag or keys and the UNIQ_KEY, the sink's and most batches')
+    have their own path in encode_batch: its bytes are each message's encode_properties, and what
+    that refuses (an empty key, a separator in a key) is refused alike."""
+    batch = [Message("TopicB", b"b", properties={}) for _ in properties]
+    for message, props in zip(batch, properties, strict=True):
+        message.properties = props  # type: ignore[assignment]  # None values, as a decoder never gives
+    try:
+        texts = [encode_properties(props).encode() for props in properties]
+    except LocalProtocolError:
+        with pytest.raises(LocalProtocolError):
+            encode_batch(batch)
+        return
+    expected = b"".join(
+        struct.pack(">iiiii", 22 + 1 + len(text), 0, 0, 0, 1) + b"b" + struct.pack(">h", len(text)) + text
+        for text in texts
+    )
+    assert encode_batch(batch) == expected

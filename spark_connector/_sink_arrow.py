@@ -4,7 +4,7 @@ Spark hands a Python data source writer its partition either as ``Row`` objects,
 the worker per row, or (``DataSourceArrowWriter``, ``DataSourceStreamArrowWriter``) as the Arrow
 record batches it ships to the worker anyway. The sink takes the batches: each column the sink
 reads becomes a Python list in one call (``to_pylist``), and the rows are tuples of those values
-in schema order, which :func:`~spark_connector._sink.row_to_message` reads as it reads a ``Row``;
+in schema order, which :func:`~spark_connector._sink_rows.row_to_message` reads as it reads a ``Row``;
 the columns it does not read stay ``None``. A ``MAP<STRING,STRING>`` value comes out of Arrow as
 (key, value) pairs and is made the dict a ``Row`` holds.
 """
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from spark_connector._sink import SinkColumns
+    from spark_connector._sink_rows import SinkColumns
 
 __all__ = ["arrow_rows"]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from rocketmq_py.errors import InvalidOption
-from rocketmq_py.protocol import Message, MessageQueue, PropertyKey
+from rocketmq_py.protocol import Message, MessageQueue
 
 __all__ = ["BATCH_BYTES", "PER_MESSAGE_OVERHEAD", "Batcher", "Chunk", "estimated_size"]
 
@@ -30,14 +30,12 @@ __all__ = ["BATCH_BYTES", "PER_MESSAGE_OVERHEAD", "Batcher", "Chunk", "estimated
 BATCH_BYTES: Final = 1024 * 1024
 #: A batch entry's fixed fields (Java ``MessageDecoder.encodeMessage``), added to each estimate.
 PER_MESSAGE_OVERHEAD: Final = 64
-_DELAY: Final = PropertyKey.DELAY_TIME_LEVEL
 
 
 def estimated_size(message: Message) -> int:
     """Bytes ``message`` takes in a batch body: body, topic, properties and the fixed fields."""
     size = len(message.body) + len(message.topic) + PER_MESSAGE_OVERHEAD
-    properties = message.properties
-    for key, value in properties.items():  # each entry: key, value and their two separators
+    for key, value in message.properties.items():  # each entry: key, value and their two separators
         size += len(key) + len(value) + 2
     return size
 
@@ -96,11 +94,7 @@ class Batcher:
         completed by it, in sending order (often none)."""
         size = estimated_size(message)
         key: str | MessageQueue = message.topic if queue is None else queue
-        alone = (
-            self.batch_size == 1
-            or size > self.max_bytes
-            or (_DELAY in message.properties and message.delay_level > 0)
-        )
+        alone = self.batch_size == 1 or message.delay_level > 0 or size > self.max_bytes
         done: list[Chunk] = []
         chunk = self._open.get(key)
         # A lone message closes its lane's open chunk (order); a topic's open chunk stays open.

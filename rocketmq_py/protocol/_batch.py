@@ -40,8 +40,6 @@ _PROPS_LEN: Final = struct.Struct(">h")
 _FIXED: Final = _HEAD.size + _PROPS_LEN.size  # 22 bytes around body and properties
 _MAX_INT32: Final = 2**31 - 1
 _UNIQ_KEY: Final = "UNIQ_KEY"  # PropertyKey.UNIQ_KEY (_properties imports nothing from here)
-_DELAY: Final = "DELAY"  # PropertyKey.DELAY_TIME_LEVEL
-_WAIT: Final = "WAIT"  # PropertyKey.WAIT_STORE_MSG_OK
 
 
 def encode_batch(messages: Sequence[Message]) -> bytes:
@@ -236,7 +234,7 @@ def validate_batch(messages: Sequence[Message]) -> None:
             if not wait:
                 raise InvalidMessage("all messages of a batch must have the same WAIT (wait_store_msg_ok)")
             continue
-        if _DELAY in properties and message.delay_level > 0:
+        if message.delay_level > 0:
             raise InvalidMessage("delayed messages are not allowed in a batch")
-        if (message.wait_store_msg_ok if _WAIT in properties else True) != wait:  # absent: true
+        if message.wait_store_msg_ok != wait:
             raise InvalidMessage("all messages of a batch must have the same WAIT (wait_store_msg_ok)")
